@@ -1,0 +1,162 @@
+/*
+ * coll.h — the stable C ABI of coll, a collective communication library.
+ *
+ * This is the only header a framework needs. Every function returns a
+ * coll_result_t unless noted; on failure, coll_get_last_error() gives a
+ * message that names the argument, rank, peer, syscall and errno involved.
+ *
+ * Thread safety: functions that take a communicator may be called from any
+ * thread, but a communicator must not be used by two threads at the same
+ * time (as in NCCL and MPI_THREAD_SERIALIZED). Functions without a
+ * communicator argument are thread-safe.
+ *
+ * Which errors leave a communicator usable:
+ *   COLL_INVALID_ARGUMENT  usable: the call was refused before any data moved.
+ *   COLL_INVALID_USAGE     not usable if raised during a collective (ranks disagree).
+ *   COLL_SYSTEM_ERROR, COLL_REMOTE_ERROR, COLL_TIMEOUT, COLL_INTERNAL_ERROR:
+ *                          not usable: call coll_comm_abort() or
+ *                          coll_comm_destroy() and build a new communicator.
+ *
+ * Licensed under the Apache License, Version 2.0.
+ */
+#ifndef COLL_COLL_H_
+#define COLL_COLL_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define COLL_API __attribute__((visibility("default")))
+#else
+#define COLL_API
+#endif
+
+/* Version as major * 10000 + minor * 100 + patch. */
+#define COLL_VERSION_MAJOR 0
+#define COLL_VERSION_MINOR 1
+#define COLL_VERSION_PATCH 0
+#define COLL_VERSION_CODE \
+  (COLL_VERSION_MAJOR * 10000 + COLL_VERSION_MINOR * 100 + COLL_VERSION_PATCH)
+
+/* Result codes. Values are part of the ABI and never change. */
+typedef enum {
+  COLL_SUCCESS = 0,
+  COLL_INVALID_ARGUMENT = 1, /* a bad argument: null pointer, unknown dtype, rank out of range */
+  COLL_INVALID_USAGE = 2,    /* a legal argument used wrongly: ranks disagree, destroyed comm */
+  COLL_SYSTEM_ERROR = 3,     /* a system call failed (socket, memory); the message has errno */
+  COLL_REMOTE_ERROR = 4,     /* a peer closed its connection, died, or reported an error */
+  COLL_TIMEOUT = 5,          /* COLL_TIMEOUT_MS passed while waiting for a peer */
+  COLL_INTERNAL_ERROR = 6,   /* a bug in coll: please report it with the message */
+  COLL_IN_PROGRESS = 7       /* a non-blocking operation has not finished yet */
+} coll_result_t;
+
+/* Element types. float16 is IEEE 754 binary16; bfloat16 is the top half of a float32. */
+typedef enum {
+  COLL_INT8 = 0,
+  COLL_UINT8 = 1,
+  COLL_INT32 = 2,
+  COLL_UINT32 = 3,
+  COLL_INT64 = 4,
+  COLL_UINT64 = 5,
+  COLL_FLOAT16 = 6,
+  COLL_BFLOAT16 = 7,
+  COLL_FLOAT32 = 8,
+  COLL_FLOAT64 = 9,
+  COLL_NUM_DATATYPES = 10
+} coll_datatype_t;
+
+/* Reduction operations. COLL_AVG sums, then divides once by the number of
+ * ranks (integer types truncate toward zero). Integer SUM and PROD wrap
+ * modulo 2^bits, so their result does not depend on the reduction order. */
+typedef enum {
+  COLL_SUM = 0,
+  COLL_PROD = 1,
+  COLL_MIN = 2,
+  COLL_MAX = 3,
+  COLL_AVG = 4,
+  COLL_NUM_REDOPS = 5
+} coll_redop_t;
+
+/* An opaque communicator: a group of ranks that run collectives together. */
+typedef struct coll_comm* coll_comm_t;
+
+/* An opaque stream. Null means host memory: the call returns when the result
+ * is complete in the output buffer. (A CUDA stream in GPU builds.) */
+typedef void* coll_stream_t;
+
+/* Identifies one job's rendezvous: the address and port of the bootstrap
+ * store and a 128-bit random job secret. Treat it as a secret: anyone holding
+ * it can join the job. Copy it by value to the other ranks (MPI_Bcast, a file,
+ * an environment variable). */
+#define COLL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[COLL_UNIQUE_ID_BYTES];
+} coll_unique_id_t;
+
+/* Writes COLL_VERSION_CODE of the library actually loaded into *version. */
+COLL_API coll_result_t coll_get_version(int* version);
+
+/* Creates a new job identity and starts the bootstrap store in the calling
+ * process, which must stay alive until every rank has called
+ * coll_comm_init_rank (usually the caller is rank 0). The store listens on the
+ * interface chosen by COLL_SOCKET_IFNAME. */
+COLL_API coll_result_t coll_get_unique_id(coll_unique_id_t* id);
+
+/* Creates the communicator of rank `rank` in a group of `nranks` ranks.
+ * Collective: every rank 0..nranks-1 must call it with the same id; it
+ * returns when all have arrived and are connected, or COLL_TIMEOUT after
+ * COLL_TIMEOUT_MS. On success *comm is owned by the caller: release it with
+ * coll_comm_destroy(). */
+COLL_API coll_result_t coll_comm_init_rank(coll_comm_t* comm, int nranks, coll_unique_id_t id,
+                                           int rank);
+
+/* Like coll_comm_init_rank, with rank, size and rendezvous read from the
+ * environment, in this order: collrun (COLL_RANK, COLL_NRANKS,
+ * COLL_ROOT_ADDR, COLL_JOB_SECRET); torchrun (RANK, WORLD_SIZE, MASTER_ADDR,
+ * MASTER_PORT); Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) and
+ * Slurm (SLURM_PROCID, SLURM_NTASKS), whose unique id travels by MPI_Bcast in
+ * builds with MPI. COLL_INVALID_USAGE if none is found. */
+COLL_API coll_result_t coll_comm_init_from_env(coll_comm_t* comm);
+
+/* Releases the communicator: waits for nothing, closes connections, frees
+ * memory. Every rank should call it; a null comm is COLL_INVALID_ARGUMENT. */
+COLL_API coll_result_t coll_comm_destroy(coll_comm_t comm);
+
+/* Marks the communicator as failed and closes its connections, so that peers
+ * blocked on this rank see COLL_REMOTE_ERROR instead of waiting for the
+ * timeout. The handle must still be released with coll_comm_destroy(). */
+COLL_API coll_result_t coll_comm_abort(coll_comm_t comm);
+
+/* Writes this process's rank (0-based) in the communicator. */
+COLL_API coll_result_t coll_comm_rank(coll_comm_t comm, int* rank);
+
+/* Writes the number of ranks in the communicator. */
+COLL_API coll_result_t coll_comm_size(coll_comm_t comm, int* size);
+
+/* recvbuf[i] = op over all ranks r of sendbuf_r[i], for i in [0, count).
+ * sendbuf == recvbuf is in place; otherwise the two must not overlap.
+ * count is in elements of `datatype`. Collective: every rank calls it with
+ * the same count, datatype and op. With a null stream the call returns when
+ * recvbuf holds the result. Buffers may be null only when count is 0. */
+COLL_API coll_result_t coll_allreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                      coll_datatype_t datatype, coll_redop_t op, coll_comm_t comm,
+                                      coll_stream_t stream);
+
+/* A static string naming the code, e.g. "COLL_TIMEOUT: timed out waiting for a peer".
+ * Never null; unknown codes give "unknown coll_result_t". */
+COLL_API const char* coll_get_error_string(coll_result_t result);
+
+/* The message of the last failed call on `comm` by any thread, or of the last
+ * failed call without a communicator (init, unique id) in the calling thread
+ * when comm is null. Empty when nothing failed. The pointer is valid until the
+ * next call on the same communicator (or thread) or coll_comm_destroy(). */
+COLL_API const char* coll_get_last_error(coll_comm_t comm);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* COLL_COLL_H_ */

@@ -1,0 +1,135 @@
+// coll.hpp — header-only C++20 layer over the C ABI in coll.h.
+//
+// RAII communicator, std::span overloads that infer the datatype, and
+// exceptions (coll::Exception) that carry the result code and the message of
+// coll_get_last_error(). Nothing here is compiled into the library, so the
+// C ABI stays the only binary interface. Thread safety is that of coll.h.
+#pragma once
+
+#include <coll/coll.h>
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace coll {
+
+// A failed call: code() is the coll_result_t, what() the full message.
+class Exception : public std::runtime_error {
+ public:
+  Exception(coll_result_t code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
+  coll_result_t code() const noexcept { return code_; }
+
+ private:
+  coll_result_t code_;
+};
+
+// Throws coll::Exception when `result` is not COLL_SUCCESS, with the last
+// error of `comm` (or of this thread when comm is null).
+inline void check(coll_result_t result, coll_comm_t comm = nullptr) {
+  if (result == COLL_SUCCESS) return;
+  std::string message = coll_get_error_string(result);
+  const char* detail = coll_get_last_error(comm);
+  if (detail != nullptr && *detail != '\0') message += std::string(": ") + detail;
+  throw Exception(result, message);
+}
+
+// The coll_datatype_t of a C++ element type, at compile time.
+template <typename T>
+constexpr coll_datatype_t datatype_of() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, int8_t>) return COLL_INT8;
+  else if constexpr (std::is_same_v<U, uint8_t>) return COLL_UINT8;
+  else if constexpr (std::is_same_v<U, int32_t>) return COLL_INT32;
+  else if constexpr (std::is_same_v<U, uint32_t>) return COLL_UINT32;
+  else if constexpr (std::is_same_v<U, int64_t>) return COLL_INT64;
+  else if constexpr (std::is_same_v<U, uint64_t>) return COLL_UINT64;
+  else if constexpr (std::is_same_v<U, float>) return COLL_FLOAT32;
+  else if constexpr (std::is_same_v<U, double>) return COLL_FLOAT64;
+  else static_assert(sizeof(T) == 0, "no coll datatype for this type; use the raw overload");
+}
+
+// Creates a job identity and starts its bootstrap store in this process.
+inline coll_unique_id_t unique_id() {
+  coll_unique_id_t id;
+  check(coll_get_unique_id(&id));
+  return id;
+}
+
+// Owns a coll_comm_t; destroyed (not aborted) when it goes out of scope.
+class Communicator {
+ public:
+  // From the launcher's environment (collrun, torchrun, mpirun, srun).
+  static Communicator from_env() {
+    coll_comm_t comm = nullptr;
+    check(coll_comm_init_from_env(&comm));
+    return Communicator(comm);
+  }
+
+  Communicator(int nranks, const coll_unique_id_t& id, int rank) {
+    check(coll_comm_init_rank(&comm_, nranks, id, rank));
+  }
+
+  explicit Communicator(coll_comm_t adopted) : comm_(adopted) {}
+  Communicator(Communicator&& other) noexcept : comm_(std::exchange(other.comm_, nullptr)) {}
+  Communicator& operator=(Communicator&& other) noexcept {
+    if (this != &other) {
+      reset();
+      comm_ = std::exchange(other.comm_, nullptr);
+    }
+    return *this;
+  }
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator() { reset(); }
+
+  int rank() const {
+    int r = -1;
+    check(coll_comm_rank(comm_, &r), comm_);
+    return r;
+  }
+  int size() const {
+    int n = 0;
+    check(coll_comm_size(comm_, &n), comm_);
+    return n;
+  }
+
+  // Raw form: any datatype, including COLL_FLOAT16 and COLL_BFLOAT16.
+  void allreduce(const void* send, void* recv, size_t count, coll_datatype_t dtype,
+                 coll_redop_t op, coll_stream_t stream = nullptr) {
+    check(coll_allreduce(send, recv, count, dtype, op, comm_, stream), comm_);
+  }
+
+  // Out of place; send and recv must have the same size.
+  template <typename T>
+  void allreduce(std::span<const T> send, std::span<T> recv, coll_redop_t op = COLL_SUM) {
+    if (send.size() != recv.size())
+      throw Exception(COLL_INVALID_ARGUMENT, "allreduce: send and recv spans differ in size");
+    allreduce(send.data(), recv.data(), send.size(), datatype_of<T>(), op);
+  }
+
+  // In place.
+  template <typename T>
+  void allreduce(std::span<T> data, coll_redop_t op = COLL_SUM) {
+    allreduce(data.data(), data.data(), data.size(), datatype_of<T>(), op);
+  }
+
+  // Stops every pending operation; the object still owns (and destroys) the handle.
+  void abort() { check(coll_comm_abort(comm_), comm_); }
+
+  coll_comm_t get() const { return comm_; }
+
+ private:
+  void reset() {
+    if (comm_ != nullptr) coll_comm_destroy(comm_);
+    comm_ = nullptr;
+  }
+
+  coll_comm_t comm_ = nullptr;
+};
+
+}  // namespace coll

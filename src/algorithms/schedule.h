@@ -1,0 +1,59 @@
+// A schedule: the per-rank program an algorithm compiles to (DESIGN.md, idea
+// 1). It is plain data, so the same ring can be executed over a transport,
+// simulated, printed for a class, or checked by a test with no network.
+//
+// Terms:
+//   buffer  kSend is the caller's input, kRecv its output (the same memory
+//           when in place);
+//   region  a byte offset into one of them;
+//   step    one operation; it may start once every step in `deps` is done.
+//           Sends to one peer are posted in program order, and so are
+//           receives from one peer: that order is how the two ends match.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coll::algo {
+
+enum class BufferId : uint8_t { kSend, kRecv };
+
+struct Region {
+  BufferId buffer = BufferId::kRecv;
+  size_t offset = 0;  // bytes
+};
+
+enum class OpKind : uint8_t {
+  kSend,        // send `bytes` at src to `peer`
+  kRecv,        // receive `bytes` from `peer` into dst
+  kRecvReduce,  // receive `bytes` from `peer`; dst = src (op) received
+  kCopy,        // dst = src
+  kDivide,      // dst /= nranks (the single division of AVG)
+};
+
+struct Step {
+  OpKind kind;
+  int peer = -1;
+  Region src;
+  Region dst;
+  size_t bytes = 0;
+  std::vector<uint32_t> deps;  // indices of earlier steps
+};
+
+struct Schedule {
+  std::string algorithm;
+  size_t elem_size = 1;
+  std::vector<Step> steps;
+
+  // The ranks this schedule talks to, sorted, without duplicates.
+  std::vector<int> peers() const;
+};
+
+const char* op_kind_name(OpKind kind);
+
+// One line per step: "3 recv-reduce from 1 send[64..128) -> recv[64..128) after 0,1".
+std::string to_string(const Schedule& schedule);
+
+}  // namespace coll::algo

@@ -1,0 +1,71 @@
+#include "bootstrap/store_client.h"
+
+#include "bootstrap/store_protocol.h"
+#include "core/auth.h"
+#include "core/error.h"
+
+#include <cstring>
+
+namespace coll::bootstrap {
+
+StoreClient::StoreClient(const UniqueId& id, const Deadline& deadline) : address_(id.store_address) {
+  std::string what = str_cat("bootstrap store at ", address_);
+  net::SockAddr addr = net::SockAddr::parse(address_, "bootstrap store address");
+  fd_ = net::connect_to(addr, deadline, what);
+  auth::client_handshake(fd_.get(), id.secret, kStorePurpose, kStoreClientIdentity, deadline, what);
+}
+
+std::string StoreClient::request(uint32_t op, const std::string& key, const std::string& value,
+                                 const Deadline& deadline, const std::string& waiting_for) {
+  std::string what = str_cat("bootstrap store at ", address_);
+  StoreRequestHeader h{op, static_cast<uint32_t>(key.size()), value.size()};
+  std::string bad = validate_request(h);
+  if (!bad.empty()) fail(Code::kInternal, "store request for '", key, "': ", bad);
+  std::string frame(reinterpret_cast<const char*>(&h), sizeof(h));
+  frame += key;
+  frame += value;
+  net::send_all(fd_.get(), frame.data(), frame.size(), deadline, what);
+  StoreReplyHeader r{};
+  try {
+    net::recv_all(fd_.get(), &r, sizeof(r), deadline, what);
+  } catch (const Error& e) {
+    if (e.code() == Code::kTimeout && !waiting_for.empty())
+      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(),
+           " ms (COLL_TIMEOUT_MS) waiting for ", waiting_for, " (store key '", key, "')");
+    throw;
+  }
+  if (r.status != 0 || r.value_len > kMaxValueBytes)
+    fail(Code::kRemote, what, " answered '", key, "' with status ", r.status, ", length ", r.value_len);
+  std::string out(r.value_len, '\0');
+  if (r.value_len > 0) net::recv_all(fd_.get(), out.data(), out.size(), deadline, what);
+  return out;
+}
+
+void StoreClient::set(const std::string& key, const std::string& value, const Deadline& deadline) {
+  request(static_cast<uint32_t>(StoreOp::kSet), key, value, deadline, "");
+}
+
+std::string StoreClient::get(const std::string& key, const Deadline& deadline,
+                             const std::string& waiting_for) {
+  return request(static_cast<uint32_t>(StoreOp::kGet), key, "", deadline, waiting_for);
+}
+
+int64_t StoreClient::add(const std::string& key, int64_t delta, const Deadline& deadline) {
+  std::string value(reinterpret_cast<const char*>(&delta), sizeof(delta));
+  std::string sum = request(static_cast<uint32_t>(StoreOp::kAdd), key, value, deadline, "");
+  int64_t out = 0;
+  if (sum.size() != sizeof(out)) fail(Code::kRemote, "bootstrap store: bad ADD reply for '", key, "'");
+  std::memcpy(&out, sum.data(), sizeof(out));
+  return out;
+}
+
+void StoreClient::bye(int nranks) noexcept {
+  try {
+    int32_t n = nranks;
+    request(static_cast<uint32_t>(StoreOp::kBye), "bye",
+            std::string(reinterpret_cast<const char*>(&n), sizeof(n)), Deadline::after_ms(1000), "");
+  } catch (...) {
+  }
+}
+
+}  // namespace coll::bootstrap

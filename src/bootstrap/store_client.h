@@ -1,0 +1,38 @@
+// A rank's connection to the bootstrap store. Every call is bounded by the
+// deadline it is given; a missing key is waited for until then, and the
+// timeout message names the key (and so the rank that never wrote it).
+#pragma once
+
+#include "bootstrap/unique_id.h"
+#include "core/deadline.h"
+#include "core/socket.h"
+
+#include <cstdint>
+#include <string>
+
+namespace coll::bootstrap {
+
+class StoreClient {
+ public:
+  // Connects (retrying while the store is not up yet) and authenticates.
+  StoreClient(const UniqueId& id, const Deadline& deadline);
+
+  void set(const std::string& key, const std::string& value, const Deadline& deadline);
+  // Waits until the key exists. `waiting_for` completes the timeout message,
+  // e.g. "rank 3 to arrive".
+  std::string get(const std::string& key, const Deadline& deadline, const std::string& waiting_for);
+  int64_t add(const std::string& key, int64_t delta, const Deadline& deadline);
+  // Best effort: the store may already be gone.
+  void bye(int nranks) noexcept;
+
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string request(uint32_t op, const std::string& key, const std::string& value,
+                      const Deadline& deadline, const std::string& waiting_for);
+
+  std::string address_;
+  net::Fd fd_;
+};
+
+}  // namespace coll::bootstrap

@@ -1,0 +1,42 @@
+// Wire format of the bootstrap key-value store, spoken after the auth
+// handshake (core/auth.h). Little-endian, fixed-size headers:
+//
+//   request  {op u32, key_len u32, value_len u64} key value
+//   reply    {status u32, reserved u32, value_len u64} value
+//
+// SET stores a value; GET replies once the key exists (the server holds the
+// request until then); ADD adds a signed 64-bit value to a counter and
+// replies with the sum; BYE says this rank is done with the store.
+// Every length is bounded before anything is allocated for it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace coll::bootstrap {
+
+enum class StoreOp : uint32_t { kSet = 1, kGet = 2, kAdd = 3, kBye = 4 };
+
+#pragma pack(push, 1)
+struct StoreRequestHeader {
+  uint32_t op;
+  uint32_t key_len;
+  uint64_t value_len;
+};
+struct StoreReplyHeader {
+  uint32_t status;  // 0: ok
+  uint32_t reserved;
+  uint64_t value_len;
+};
+#pragma pack(pop)
+
+constexpr uint32_t kMaxKeyBytes = 4096;
+constexpr uint64_t kMaxValueBytes = 16u << 20;
+constexpr const char* kStorePurpose = "store";
+constexpr uint32_t kStoreClientIdentity = 0xffffffffu;
+
+// Checks a request header from the wire; returns an empty string when it is
+// acceptable, else why not. Pure, so that it can be fuzzed.
+std::string validate_request(const StoreRequestHeader& header);
+
+}  // namespace coll::bootstrap

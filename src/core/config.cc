@@ -1,0 +1,106 @@
+#include "core/config.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+extern char** environ;
+
+namespace coll::config {
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = {
+      {"COLL_DEBUG", "string", "WARN", "", "log level: NONE, WARN, INFO, TRACE"},
+      {"COLL_DEBUG_SUBSYS", "string", "ALL", "",
+       "subsystems to log: INIT,BOOT,NET,COLL,LAUNCH; a leading ^ excludes"},
+      {"COLL_TIMEOUT_MS", "int", "600000", "ms",
+       "longest wait for a peer in any blocking call before COLL_TIMEOUT"},
+      {"COLL_SOCKET_IFNAME", "string", "", "",
+       "network interfaces to use, by prefix (eth,ib); ^ excludes (^docker,lo); =name is exact"},
+      {"COLL_ALGO", "string", "", "", "algorithm override: 'ring' or 'allreduce:ring'"},
+      {"COLL_CHUNK_BYTES", "int", "524288", "bytes",
+       "pipelining chunk: transfers and reductions overlap at this granularity"},
+      {"COLL_TRANSPORTS", "string", "tcp", "", "transports to use, by name (only tcp exists yet)"},
+      {"COLL_HOSTID", "string", "", "", "overrides this node's identity (emulated multi-node)"},
+      {"COLL_RANK", "int", "", "", "set by collrun: this process's rank"},
+      {"COLL_NRANKS", "int", "", "", "set by collrun: number of ranks"},
+      {"COLL_LOCAL_RANK", "int", "", "", "set by collrun: rank among the ranks on this node"},
+      {"COLL_LOCAL_SIZE", "int", "", "", "set by collrun: number of ranks on this node"},
+      {"COLL_ROOT_ADDR", "string", "", "", "set by collrun: host:port of rank 0's bootstrap store"},
+      {"COLL_JOB_SECRET", "string", "", "",
+       "32 hex digits shared by all ranks; every connection proves it knows them"},
+  };
+  return table;
+}
+
+namespace {
+
+const Setting& find(const char* name) {
+  for (const auto& s : settings())
+    if (std::strcmp(s.name, name) == 0) return s;
+  fail(Code::kInternal, "setting ", name, " is not in the registry (src/core/config.cc)");
+}
+
+}  // namespace
+
+bool is_set(const char* name) {
+  find(name);
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+std::string get_string(const char* name) {
+  const Setting& s = find(name);
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? std::string(v) : std::string(s.default_value);
+}
+
+int64_t get_int(const char* name) {
+  std::string text = get_string(name);
+  if (text.empty()) fail(Code::kInvalidUsage, name, " is not set");
+  char* end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || errno != 0)
+    fail(Code::kInvalidArgument, name, "='", text, "' is not an integer");
+  std::string suffix(end);
+  if (suffix == "K" || suffix == "k") value <<= 10;
+  else if (suffix == "M" || suffix == "m") value <<= 20;
+  else if (suffix == "G" || suffix == "g") value <<= 30;
+  else if (!suffix.empty())
+    fail(Code::kInvalidArgument, name, "='", text, "' has an unknown suffix '", suffix,
+         "' (use K, M or G)");
+  return value;
+}
+
+bool get_bool(const char* name) {
+  std::string text = get_string(name);
+  if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
+  if (text == "0" || text == "false" || text == "no" || text == "off" || text.empty()) return false;
+  fail(Code::kInvalidArgument, name, "='", text, "' is not a boolean (0 or 1)");
+}
+
+void report_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      if (std::strncmp(*e, "COLL_", 5) != 0) continue;
+      std::string name(*e, std::strchr(*e, '=') ? std::strchr(*e, '=') - *e : std::strlen(*e));
+      bool known = false;
+      for (const auto& s : settings()) known = known || name == s.name;
+      if (!known) log::warn(log::kInit, "unknown variable ", name, " is ignored (misspelt?)");
+    }
+    for (const auto& s : settings()) {
+      const char* v = std::getenv(s.name);
+      bool from_env = v != nullptr && *v != '\0';
+      if (std::strcmp(s.name, "COLL_JOB_SECRET") == 0 && from_env) v = "(hidden)";
+      log::info(log::kInit, s.name, "=", from_env ? v : s.default_value,
+                from_env ? " (env)" : " (default)");
+    }
+  });
+}
+
+}  // namespace coll::config

@@ -1,0 +1,80 @@
+// Socket helpers shared by the bootstrap store and the TCP transport:
+// an owning fd, addresses as text, interface selection (COLL_SOCKET_IFNAME)
+// and deadline-bounded connect / send / receive on non-blocking sockets.
+#pragma once
+
+#include "core/deadline.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <string>
+#include <utility>
+
+namespace coll::net {
+
+// Owns a file descriptor; closes it once.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// An IPv4 or IPv6 socket address. Text form: "1.2.3.4:5" or "[::1]:5".
+struct SockAddr {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+  int family() const { return storage.ss_family; }
+  int port() const;
+  void set_port(int port);
+  bool is_loopback() const;
+  std::string to_string() const;
+
+  // Parses "host:port" (host may be a name, IPv4, or [IPv6]); kInvalidArgument on failure.
+  static SockAddr parse(const std::string& text, const char* what);
+  // The wildcard address of the same family, with `port`.
+  static SockAddr any(int family, int port);
+};
+
+// The address of the first interface allowed by COLL_SOCKET_IFNAME, with port 0.
+// Without it: the first up, non-loopback, non-docker interface, else loopback.
+// The name of the chosen interface is written to *ifname.
+SockAddr choose_interface(std::string* ifname);
+
+// A non-blocking listening socket on `addr` (port 0: the kernel picks);
+// *bound receives the actual address.
+Fd listen_on(const SockAddr& addr, SockAddr* bound, const char* what);
+
+// Connects, retrying while the peer is not yet listening, until the deadline.
+Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string& what);
+
+void set_nonblocking(int fd);
+void set_nodelay(int fd);
+
+// Blocking-with-deadline transfers on a non-blocking socket. `what` names the
+// peer for error messages: a closed connection is kRemote, a deadline kTimeout.
+void send_all(int fd, const void* data, size_t bytes, const Deadline& deadline,
+              const std::string& what);
+void recv_all(int fd, void* data, size_t bytes, const Deadline& deadline, const std::string& what);
+
+}  // namespace coll::net

@@ -1,0 +1,141 @@
+#include "reduce/reduce.h"
+
+#include "core/error.h"
+#include "reduce/half.h"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace coll::reduce {
+namespace {
+
+// Storage types for the two 16-bit floats, so that templates can tell them apart.
+struct Half { uint16_t bits; };
+struct BFloat { uint16_t bits; };
+
+template <typename T> float widen(T v);
+template <> float widen(Half v) { return half_to_float(v.bits); }
+template <> float widen(BFloat v) { return bfloat16_to_float(v.bits); }
+template <typename T> T narrow(float f);
+template <> Half narrow(float f) { return Half{float_to_half(f)}; }
+template <> BFloat narrow(float f) { return BFloat{float_to_bfloat16(f)}; }
+
+template <typename T>
+constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat>;
+
+// The binary operation on one element type. Integers go through their
+// unsigned twin so that overflow wraps instead of being undefined.
+template <typename T>
+T combine(coll_redop_t op, T a, T b) {
+  if constexpr (kIsHalfLike<T>) {
+    float x = widen(a), y = widen(b);
+    return narrow<T>(combine<float>(op, x, y));
+  } else if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    switch (op) {
+      case COLL_SUM: case COLL_AVG: return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      case COLL_PROD: return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case COLL_MIN: return b < a ? b : a;
+      default: return a < b ? b : a;
+    }
+  } else {
+    switch (op) {
+      case COLL_SUM: case COLL_AVG: return a + b;
+      case COLL_PROD: return a * b;
+      case COLL_MIN: return b < a ? b : a;
+      default: return a < b ? b : a;
+    }
+  }
+}
+
+// The loop is written per op so that the compiler vectorises the plain types.
+template <typename T>
+void reduce_typed(coll_redop_t op, T* dst, const T* a, const T* b, size_t n) {
+  if constexpr (kIsHalfLike<T>) {
+    for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(op, a[i], b[i]);
+  } else {
+    switch (op) {
+      case COLL_SUM: case COLL_AVG:
+        for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_SUM, a[i], b[i]);
+        break;
+      case COLL_PROD:
+        for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_PROD, a[i], b[i]);
+        break;
+      case COLL_MIN:
+        for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_MIN, a[i], b[i]);
+        break;
+      default:
+        for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_MAX, a[i], b[i]);
+        break;
+    }
+  }
+}
+
+template <typename T>
+void divide_typed(T* dst, size_t n, int divisor) {
+  if constexpr (kIsHalfLike<T>) {
+    for (size_t i = 0; i < n; ++i) dst[i] = narrow<T>(widen(dst[i]) / static_cast<float>(divisor));
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] / static_cast<T>(divisor));
+  }
+}
+
+// Calls fn with a null pointer of the element type of `dtype`.
+template <typename Fn>
+void dispatch(coll_datatype_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case COLL_INT8: return fn(static_cast<int8_t*>(nullptr));
+    case COLL_UINT8: return fn(static_cast<uint8_t*>(nullptr));
+    case COLL_INT32: return fn(static_cast<int32_t*>(nullptr));
+    case COLL_UINT32: return fn(static_cast<uint32_t*>(nullptr));
+    case COLL_INT64: return fn(static_cast<int64_t*>(nullptr));
+    case COLL_UINT64: return fn(static_cast<uint64_t*>(nullptr));
+    case COLL_FLOAT16: return fn(static_cast<Half*>(nullptr));
+    case COLL_BFLOAT16: return fn(static_cast<BFloat*>(nullptr));
+    case COLL_FLOAT32: return fn(static_cast<float*>(nullptr));
+    case COLL_FLOAT64: return fn(static_cast<double*>(nullptr));
+    default: fail(Code::kInvalidArgument, "datatype: unknown value ", static_cast<int>(dtype));
+  }
+}
+
+}  // namespace
+
+size_t datatype_size(coll_datatype_t dtype) {
+  switch (dtype) {
+    case COLL_INT8: case COLL_UINT8: return 1;
+    case COLL_FLOAT16: case COLL_BFLOAT16: return 2;
+    case COLL_INT32: case COLL_UINT32: case COLL_FLOAT32: return 4;
+    case COLL_INT64: case COLL_UINT64: case COLL_FLOAT64: return 8;
+    default: return 0;
+  }
+}
+
+const char* datatype_name(coll_datatype_t dtype) {
+  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                "float16", "bfloat16", "float32", "float64"};
+  return valid_datatype(dtype) ? names[dtype] : "unknown";
+}
+
+const char* redop_name(coll_redop_t op) {
+  static const char* names[] = {"sum", "prod", "min", "max", "avg"};
+  return valid_redop(op) ? names[op] : "unknown";
+}
+
+bool valid_datatype(int dtype) { return dtype >= 0 && dtype < COLL_NUM_DATATYPES; }
+bool valid_redop(int op) { return op >= 0 && op < COLL_NUM_REDOPS; }
+
+void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count) {
+  dispatch(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    reduce_typed<T>(op, static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count);
+  });
+}
+
+void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor) {
+  dispatch(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    divide_typed<T>(static_cast<T*>(dst), count, divisor);
+  });
+}
+
+}  // namespace coll::reduce

@@ -1,0 +1,150 @@
+#include "transport/tcp/pair.h"
+
+#include "core/error.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace coll::transport::tcp {
+namespace {
+// One syscall moves at most this much, so sizes past 4 GiB need no special path.
+constexpr size_t kMaxPerSyscall = size_t{1} << 30;
+}  // namespace
+
+std::string check_frame(const FrameHeader& got, uint64_t tag, size_t bytes) {
+  if (got.magic != kFrameMagic) return str_cat("bad frame magic 0x", std::hex, got.magic);
+  if (got.tag != tag || got.bytes != bytes)
+    return str_cat("message of ", got.bytes, " bytes (tag 0x", std::hex, got.tag, std::dec,
+                   ") arrived where ", bytes, " bytes (tag 0x", std::hex, tag, std::dec,
+                   ") were expected: the ranks called different collectives, counts or datatypes");
+  return {};
+}
+
+Pair::Pair(int self, int peer, net::Fd fd, std::string peer_address)
+    : self_(self), peer_(peer), fd_(std::move(fd)), peer_address_(std::move(peer_address)) {}
+
+std::string Pair::name() const { return str_cat("rank ", peer_, " (", peer_address_, ")"); }
+
+void Pair::post_send(RequestId id, const void* data, size_t bytes, uint64_t tag) {
+  Op op{id, const_cast<char*>(static_cast<const char*>(data)), bytes, tag, {kFrameMagic, 0, tag, bytes}};
+  sends_.push_back(op);
+}
+
+void Pair::post_recv(RequestId id, void* data, size_t bytes, uint64_t tag) {
+  recvs_.push_back(Op{id, static_cast<char*>(data), bytes, tag, {}});
+}
+
+void Pair::lost(const char* doing, int err) {
+  if (fd_.valid() == false) fail(Code::kRemote, "rank ", self_, ": connection to ", name(), " was closed by abort");
+  if (err == 0)
+    fail(Code::kRemote, "rank ", self_, ": ", name(), " closed the connection while we were ", doing,
+         " (did it exit, crash or abort?)");
+  if (err == ECONNRESET || err == EPIPE)
+    fail(Code::kRemote, "rank ", self_, ": ", name(), " reset the connection while we were ", doing,
+         " (", std::strerror(err), ")");
+  fail_errno(Code::kSystem, err, str_cat("rank ", self_, ": ", doing, " ", name()), "send/recv");
+}
+
+bool Pair::progress(std::vector<RequestId>& done) {
+  bool moved = progress_sends(done);
+  moved = progress_recvs(done) || moved;
+  return moved;
+}
+
+bool Pair::progress_sends(std::vector<RequestId>& done) {
+  bool moved = false;
+  while (!sends_.empty()) {
+    Op& op = sends_.front();
+    iovec iov[2];
+    int n_iov = 0;
+    if (op.header_done < sizeof(FrameHeader)) {
+      iov[n_iov++] = {reinterpret_cast<char*>(&op.header) + op.header_done, sizeof(FrameHeader) - op.header_done};
+    }
+    size_t left = op.bytes - op.payload_done;
+    if (left > 0) iov[n_iov++] = {op.data + op.payload_done, std::min(left, kMaxPerSyscall)};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n_iov);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return moved;
+      lost("sending to", errno);
+    }
+    moved = moved || n > 0;
+    size_t sent = static_cast<size_t>(n);
+    size_t to_header = std::min(sent, sizeof(FrameHeader) - op.header_done);
+    op.header_done += to_header;
+    op.payload_done += sent - to_header;
+    if (op.header_done == sizeof(FrameHeader) && op.payload_done == op.bytes) {
+      done.push_back(op.id);
+      sends_.pop_front();
+      ++sent_messages_;
+    } else if (n == 0) {
+      return moved;
+    }
+  }
+  return moved;
+}
+
+bool Pair::progress_recvs(std::vector<RequestId>& done) {
+  bool moved = false;
+  while (!recvs_.empty()) {
+    Op& op = recvs_.front();
+    char* dst;
+    size_t want;
+    if (op.header_done < sizeof(FrameHeader)) {
+      dst = reinterpret_cast<char*>(&op.header) + op.header_done;
+      want = sizeof(FrameHeader) - op.header_done;
+    } else {
+      dst = op.data + op.payload_done;
+      want = std::min(op.bytes - op.payload_done, kMaxPerSyscall);
+    }
+    if (want > 0) {
+      ssize_t n = ::recv(fd_.get(), dst, want, MSG_DONTWAIT);
+      if (n == 0) lost("receiving from", 0);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return moved;
+        lost("receiving from", errno);
+      }
+      moved = true;
+      if (op.header_done < sizeof(FrameHeader)) {
+        op.header_done += static_cast<size_t>(n);
+        if (op.header_done == sizeof(FrameHeader)) {
+          std::string bad = check_frame(op.header, op.tag, op.bytes);
+          if (!bad.empty())
+            fail(Code::kInvalidUsage, "rank ", self_, ": from ", name(), ", message #",
+                 received_messages_, ": ", bad);
+        }
+      } else {
+        op.payload_done += static_cast<size_t>(n);
+      }
+    }
+    if (op.header_done == sizeof(FrameHeader) && op.payload_done == op.bytes) {
+      done.push_back(op.id);
+      recvs_.pop_front();
+      ++received_messages_;
+    }
+  }
+  return moved;
+}
+
+void Pair::shutdown() {
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+}
+
+std::string Pair::describe_pending() const {
+  std::string out;
+  if (!sends_.empty())
+    out += str_cat(sends_.size(), " send(s) to ", name(), ", first ", sends_.front().payload_done, "/",
+                   sends_.front().bytes, " bytes sent");
+  if (!recvs_.empty())
+    out += str_cat(out.empty() ? "" : "; ", recvs_.size(), " receive(s) from ", name(), ", first ",
+                   recvs_.front().payload_done, "/", recvs_.front().bytes, " bytes received");
+  return out;
+}
+
+}  // namespace coll::transport::tcp

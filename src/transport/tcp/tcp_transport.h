@@ -1,0 +1,51 @@
+// The TCP transport: one listening socket per rank, one authenticated
+// connection per peer (the higher rank connects, the lower accepts), and one
+// epoll progress engine over all pairs, driven by the caller's poll().
+#pragma once
+
+#include "core/socket.h"
+#include "transport/tcp/pair.h"
+#include "transport/transport.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+namespace coll::transport::tcp {
+
+class TcpTransport final : public Transport {
+ public:
+  TcpTransport(int rank, int nranks, const auth::Secret& secret);
+  ~TcpTransport() override;
+
+  const Capabilities& capabilities() const override { return caps_; }
+  std::string local_address() const override { return address_.to_string(); }
+  void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
+               const Deadline& deadline) override;
+  RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
+  RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
+  void poll(std::vector<RequestId>& done, int timeout_ms) override;
+  std::string pending_with(int peer) const override;
+  void close() override;
+
+ private:
+  void connect_to_lower(int peer, const std::string& address, const Deadline& deadline);
+  void accept_from_higher(const std::vector<int>& waiting, const Deadline& deadline);
+  void add_pair(int peer, net::Fd fd, const std::string& address);
+  Pair& pair(int peer, const char* doing);
+
+  int rank_;
+  int nranks_;
+  auth::Secret secret_;
+  Capabilities caps_;
+  net::SockAddr address_;
+  net::Fd listener_;
+  net::Fd epoll_;
+  std::map<int, std::unique_ptr<Pair>> pairs_;
+  std::unordered_map<int, Pair*> by_fd_;
+  RequestId next_request_ = 1;
+  std::atomic<bool> closed_{false};  // set by abort from any thread
+};
+
+}  // namespace coll::transport::tcp

@@ -1,0 +1,246 @@
+// collrun — starts N ranks of a program on this machine.
+//
+//   collrun -n N [--tag-output] [--grace SECONDS] [--] prog [args...]
+//
+// Each rank gets the variables coll_comm_init_from_env() reads (COLL_RANK,
+// COLL_NRANKS, COLL_LOCAL_RANK, COLL_LOCAL_SIZE, COLL_ROOT_ADDR,
+// COLL_JOB_SECRET); rank 0 hosts the bootstrap store at COLL_ROOT_ADDR.
+// collrun returns the first non-zero exit status (128+signal for a rank
+// killed by a signal). When a rank fails, the others get a grace period to
+// finish (they will usually see the failure themselves), then SIGTERM, then
+// SIGKILL, so nothing is left running.
+#include "core/auth.h"
+#include "core/socket.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Options {
+  int nranks = 0;
+  bool tag_output = false;
+  double grace_s = 5.0;
+  std::vector<char*> argv;
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: collrun -n N [--tag-output] [--grace SECONDS] [--] prog [args...]\n"
+               "  -n, --np N        number of ranks to start on this machine\n"
+               "  --tag-output      prefix every output line with [rank]\n"
+               "  --grace SECONDS   after a rank fails, wait this long before ending the others (5)\n");
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "-n" || a == "-np" || a == "--np") && i + 1 < argc) {
+      o.nranks = std::atoi(argv[++i]);
+    } else if (a == "--tag-output") {
+      o.tag_output = true;
+    } else if (a == "--grace" && i + 1 < argc) {
+      o.grace_s = std::atof(argv[++i]);
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      std::exit(0);
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "collrun: unknown option %s\n", a.c_str());
+      usage(stderr);
+      std::exit(2);
+    } else {
+      break;
+    }
+  }
+  for (; i < argc; ++i) o.argv.push_back(argv[i]);
+  o.argv.push_back(nullptr);
+  if (o.nranks < 1 || o.argv.size() < 2) {
+    std::fprintf(stderr, "collrun: need -n N (N >= 1) and a program to run\n");
+    usage(stderr);
+    std::exit(2);
+  }
+  return o;
+}
+
+// A free loopback port for rank 0's store. The tiny window between closing
+// it here and rank 0 binding it is acceptable for a local launcher.
+int free_port() {
+  coll::net::SockAddr bound;
+  coll::net::Fd fd = coll::net::listen_on(coll::net::SockAddr::parse("127.0.0.1:0", "loopback"), &bound, "collrun");
+  return bound.port();
+}
+
+volatile sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+struct Rank {
+  pid_t pid = -1;
+  int out_fd = -1;  // with --tag-output: the rank's stdout+stderr
+  std::string partial;
+  bool running = false;
+  int status = 0;
+};
+
+void emit(int rank, const std::string& line) {
+  char tag[32];
+  int n = std::snprintf(tag, sizeof(tag), "[%d] ", rank);
+  std::string tagged(tag, static_cast<size_t>(n));
+  tagged.append(line).push_back('\n');
+  ssize_t ignored = ::write(STDOUT_FILENO, tagged.data(), tagged.size());
+  (void)ignored;
+}
+
+// Reads what a rank wrote and prints complete lines with its tag.
+void drain(int rank, Rank& r, bool final) {
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(r.out_fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    r.partial.append(buf, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = r.partial.find('\n')) != std::string::npos) {
+      emit(rank, r.partial.substr(0, nl));
+      r.partial.erase(0, nl + 1);
+    }
+  }
+  if (final && !r.partial.empty()) {
+    emit(rank, r.partial);
+    r.partial.clear();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = parse(argc, argv);
+  std::string root = "127.0.0.1:" + std::to_string(free_port());
+  std::string secret = coll::auth::to_hex(coll::auth::random_secret());
+  const char* ifname = std::getenv("COLL_SOCKET_IFNAME");
+
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<Rank> ranks(static_cast<size_t>(opt.nranks));
+  for (int r = 0; r < opt.nranks; ++r) {
+    int pipe_fds[2] = {-1, -1};
+    if (opt.tag_output && pipe(pipe_fds) != 0) {
+      std::perror("collrun: pipe");
+      return 1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("collrun: fork");
+      return 1;
+    }
+    if (pid == 0) {
+      setpgid(0, 0);  // its own group, so that ending it ends its children too
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      signal(SIGPIPE, SIG_DFL);
+      if (opt.tag_output) {
+        dup2(pipe_fds[1], STDOUT_FILENO);
+        dup2(pipe_fds[1], STDERR_FILENO);
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
+      }
+      setenv("COLL_RANK", std::to_string(r).c_str(), 1);
+      setenv("COLL_NRANKS", std::to_string(opt.nranks).c_str(), 1);
+      setenv("COLL_LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("COLL_LOCAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
+      setenv("COLL_ROOT_ADDR", root.c_str(), 1);
+      setenv("COLL_JOB_SECRET", secret.c_str(), 1);
+      // All ranks share this host, so loopback is the right interface.
+      if (ifname == nullptr) setenv("COLL_SOCKET_IFNAME", "lo", 1);
+      execvp(opt.argv[0], opt.argv.data());
+      std::fprintf(stderr, "collrun: cannot run %s: %s\n", opt.argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    Rank& rk = ranks[static_cast<size_t>(r)];
+    rk.pid = pid;
+    rk.running = true;
+    if (opt.tag_output) {
+      close(pipe_fds[1]);
+      rk.out_fd = pipe_fds[0];
+      coll::net::set_nonblocking(rk.out_fd);
+    }
+  }
+
+  using Clock = std::chrono::steady_clock;
+  int first_failure = 0;
+  int first_failed_rank = -1;
+  Clock::time_point failed_at{};
+  bool terminated = false, killed = false;
+  int running = opt.nranks;
+
+  while (running > 0) {
+    // Output, or a 50 ms tick.
+    std::vector<pollfd> fds;
+    for (auto& rk : ranks)
+      if (rk.out_fd >= 0) fds.push_back({rk.out_fd, POLLIN, 0});
+    if (fds.empty()) usleep(50000);
+    else poll(fds.data(), fds.size(), 50);
+    for (int r = 0; r < opt.nranks; ++r)
+      if (ranks[static_cast<size_t>(r)].out_fd >= 0) drain(r, ranks[static_cast<size_t>(r)], false);
+
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (int r = 0; r < opt.nranks; ++r) {
+        Rank& rk = ranks[static_cast<size_t>(r)];
+        if (rk.pid != pid || !rk.running) continue;
+        rk.running = false;
+        --running;
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (code != 0 && first_failure == 0) {
+          first_failure = code;
+          first_failed_rank = r;
+          failed_at = Clock::now();
+          if (WIFSIGNALED(status))
+            std::fprintf(stderr, "collrun: rank %d was killed by signal %d (%s)\n", r, WTERMSIG(status),
+                         strsignal(WTERMSIG(status)));
+          else
+            std::fprintf(stderr, "collrun: rank %d exited with status %d\n", r, code);
+        }
+      }
+    }
+
+    if (g_signal != 0 && first_failure == 0) {
+      first_failure = 128 + g_signal;
+      failed_at = Clock::now() - std::chrono::hours(1);  // no grace when the user interrupts
+    }
+    if (first_failure != 0 && running > 0) {
+      double waited = std::chrono::duration<double>(Clock::now() - failed_at).count();
+      if (!terminated && waited >= opt.grace_s) {
+        if (first_failed_rank >= 0)
+          std::fprintf(stderr, "collrun: ending the %d remaining rank(s) after rank %d failed\n", running,
+                       first_failed_rank);
+        for (auto& rk : ranks)
+          if (rk.running) kill(-rk.pid, SIGTERM);
+        terminated = true;
+      } else if (terminated && !killed && waited >= opt.grace_s + 2.0) {
+        for (auto& rk : ranks)
+          if (rk.running) kill(-rk.pid, SIGKILL);
+        killed = true;
+      }
+    }
+  }
+  for (int r = 0; r < opt.nranks; ++r)
+    if (ranks[static_cast<size_t>(r)].out_fd >= 0) drain(r, ranks[static_cast<size_t>(r)], true);
+  return first_failure;
+}
