@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Installs coll into a temporary prefix and checks that a user can build and
+# run against it: the examples through find_package(coll) and through
+# pkg-config, each launched with the installed collrun.
+#
+#   tests/install/install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 BUILD_DIR SOURCE_DIR" >&2
+  exit 2
+fi
+BUILD_DIR=$(cd "$1" && pwd)
+SOURCE_DIR=$(cd "$2" && pwd)
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+PREFIX=$TMP/prefix
+
+stage() { echo "== install_test: $*"; }
+fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
+
+stage "installing $BUILD_DIR into $PREFIX"
+cmake --install "$BUILD_DIR" --prefix "$PREFIX" >"$TMP/install.log" ||
+  { cat "$TMP/install.log" >&2; fail "cmake --install"; }
+
+# The libdir is lib, lib64 or lib/<multiarch>, depending on the platform:
+# take it from where coll.pc went.
+pc=$(find "$PREFIX" -name coll.pc -path '*/pkgconfig/*' | head -n 1)
+[[ -n "$pc" ]] || fail "no coll.pc under $PREFIX"
+PC_DIR=$(dirname "$pc")
+LIB_DIR=$(dirname "$PC_DIR")
+COLLRUN=$PREFIX/bin/collrun
+for f in "$PREFIX/include/coll/coll.h" "$PREFIX/include/coll/coll.hpp" "$LIB_DIR/libcoll.so" \
+         "$LIB_DIR/libcoll.a" "$LIB_DIR/cmake/coll/collConfig.cmake" "$COLLRUN"; do
+  [[ -e "$f" ]] || fail "not installed: $f"
+done
+echo "libdir: $LIB_DIR"
+
+stage "building examples with find_package(coll)"
+cmake -S "$SOURCE_DIR/examples" -B "$TMP/examples-build" -DCMAKE_PREFIX_PATH="$PREFIX" \
+  >"$TMP/configure.log" 2>&1 || { cat "$TMP/configure.log" >&2; fail "configuring examples"; }
+cmake --build "$TMP/examples-build" >"$TMP/build.log" 2>&1 ||
+  { cat "$TMP/build.log" >&2; fail "building examples"; }
+
+stage "building allreduce.c with pkg-config"
+(cd "$TMP" && PKG_CONFIG_PATH=$PC_DIR make -f "$SOURCE_DIR/examples/Makefile.pkgconfig" \
+  OUT="$TMP/allreduce_pc") || fail "make -f Makefile.pkgconfig"
+
+expected="rank 0 of 2: sum = 3 3 3 3"
+for bin in "$TMP/examples-build/allreduce" "$TMP/examples-build/allreduce_cpp" "$TMP/allreduce_pc"; do
+  stage "running collrun -n 2 $(basename "$bin")"
+  status=0
+  out=$(LD_LIBRARY_PATH=$LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 120 "$COLLRUN" -n 2 "$bin" 2>&1) ||
+    status=$?
+  echo "$out"
+  [[ $status -eq 0 ]] || fail "$(basename "$bin") exited with status $status"
+  grep -qxF "$expected" <<<"$out" || fail "$(basename "$bin"): expected line '$expected'"
+done
+
+stage "PASS"

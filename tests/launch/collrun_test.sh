@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# collrun: variables, exit codes, --tag-output, and ending the other ranks
+# when one fails, so nothing is left running.
+set -euo pipefail
+collrun=$1
+fail() { echo "collrun_test: FAIL: $*" >&2; exit 1; }
+
+echo "== every rank gets its variables"
+out=$("$collrun" -n 3 --tag-output -- sh -c 'echo "r=$COLL_RANK n=$COLL_NRANKS l=$COLL_LOCAL_RANK/$COLL_LOCAL_SIZE root=${COLL_ROOT_ADDR%%:*} secret=${#COLL_JOB_SECRET}"')
+for r in 0 1 2; do
+  grep -qxF "[$r] r=$r n=3 l=$r/3 root=127.0.0.1 secret=32" <<<"$out" || fail "rank $r line missing in: $out"
+done
+
+echo "== the first non-zero exit status is returned"
+set +e
+"$collrun" -n 3 --grace 1 -- sh -c 'exit $(( COLL_RANK == 1 ? 7 : 0 ))'
+rc=$?
+set -e
+[ "$rc" -eq 7 ] || fail "expected status 7, got $rc"
+
+echo "== a rank killed by a signal is 128+signal"
+set +e
+"$collrun" -n 2 --grace 1 -- sh -c 'if [ "$COLL_RANK" = 0 ]; then kill -9 $$; fi; exit 0'
+rc=$?
+set -e
+[ "$rc" -eq 137 ] || fail "expected status 137, got $rc"
+
+echo "== the others are ended after the grace period"
+marker="collrun-test-sleeper-$$"
+start=$(date +%s)
+set +e
+"$collrun" -n 3 --grace 1 -- sh -c "if [ \"\$COLL_RANK\" = 2 ]; then exit 3; fi; exec sleep 300 # $marker"
+rc=$?
+set -e
+elapsed=$(( $(date +%s) - start ))
+[ "$rc" -eq 3 ] || fail "expected status 3, got $rc"
+[ "$elapsed" -lt 20 ] || fail "took ${elapsed}s to end the sleeping ranks"
+sleep 0.5
+if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
+
+echo "== usage errors"
+set +e
+"$collrun" -n 0 true 2>/dev/null; rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "-n 0 should be a usage error (2), got $rc"
+echo "collrun_test: all passed"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# coll_perf through collrun and alone: every datatype and op, exact results.
+set -euo pipefail
+build=$1
+collrun=$build/tools/collrun
+perf=$build/bench/coll_perf
+fail() { echo "perf_test: FAIL: $*" >&2; exit 1; }
+
+check_ok() {  # output, description
+  grep -q "^# Out of bounds values : 0 OK$" <<<"$1" || fail "$2: $1"
+  grep -q "^# Avg bus bandwidth" <<<"$1" || fail "$2: no footer"
+}
+
+echo "== one rank, no launcher"
+out=$(env -u COLL_RANK "$perf" -b 8 -e 1K -f 4 -n 2 -w 1)
+check_ok "$out" "single rank"
+
+for n in 2 4; do
+  for d in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
+    for o in sum prod min max avg; do
+      out=$("$collrun" -n $n "$perf" -b 4 -e 64K -f 32 -n 1 -w 0 -d $d -o $o)
+      check_ok "$out" "n=$n $d $o"
+    done
+  done
+  echo "== $n ranks: every dtype and op exact"
+done
+
+echo "== the table has the nccl-tests columns"
+out=$("$collrun" -n 3 "$perf" -b 1M -e 1M -n 2 -w 1)
+check_ok "$out" "3 ranks 1M"
+grep -q "size *count *type *redop *root *time *algbw *busbw *#wrong" <<<"$out" || fail "header: $out"
+grep -Eq "^ +1048576 +262144 +float32 +sum +-1 " <<<"$out" || fail "row: $out"
+
+echo "== -a names an algorithm; an unknown one is an error"
+"$collrun" -n 2 "$perf" -b 1K -e 1K -n 1 -w 0 -a ring >/dev/null
+set +e
+err=$("$collrun" -n 2 --grace 1 "$perf" -b 1K -e 1K -a nosuch 2>&1); rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "-a nosuch succeeded"
+grep -q "nosuch" <<<"$err" || fail "the error does not name the algorithm: $err"
+echo "perf_test: all passed"

@@ -1,0 +1,140 @@
+// Allreduce with real processes: every rank count x count x dtype x op, in
+// place and out of place, against exact expected values (reduce/reference.h).
+// Also checks that the input of an out-of-place call is left untouched and
+// that nothing is written past the end of the output.
+#include "reduce/reference.h"
+#include "reduce/reduce.h"
+#include "support/multirank.h"
+
+#include <coll/coll.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+constexpr size_t kGuard = 64;  // bytes after the output that must stay untouched
+constexpr unsigned char kGuardByte = 0xA5;
+
+const coll_datatype_t kAllTypes[] = {COLL_INT8,    COLL_UINT8,    COLL_INT32,   COLL_UINT32,  COLL_INT64,
+                                     COLL_UINT64, COLL_FLOAT16, COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
+const coll_redop_t kAllOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
+
+std::string describe(coll_datatype_t t, coll_redop_t op, size_t count, bool in_place, int nranks) {
+  return std::string(reduce::datatype_name(t)) + " " + reduce::redop_name(op) + " count=" + std::to_string(count) +
+         (in_place ? " in-place" : " out-of-place") + " nranks=" + std::to_string(nranks);
+}
+
+// One allreduce on this rank, checked. Returns false after the first failure.
+bool check_one(coll_comm_t comm, int rank, int nranks, coll_datatype_t t, coll_redop_t op, size_t count,
+               bool in_place) {
+  const size_t es = reduce::datatype_size(t);
+  std::vector<unsigned char> send(count * es + kGuard), recv(count * es + kGuard, kGuardByte);
+  reference::fill_input(t, op, rank, count, send.data());
+  std::memset(send.data() + count * es, kGuardByte, kGuard);
+  std::vector<unsigned char> input(send);
+  void* out = in_place ? send.data() : recv.data();
+  const std::string what = describe(t, op, count, in_place, nranks);
+
+  coll_result_t r = coll_allreduce(send.data(), out, count, t, op, comm, nullptr);
+  EXPECT_EQ(r, COLL_SUCCESS) << "rank " << rank << " " << what << ": " << coll_get_last_error(comm);
+  if (r != COLL_SUCCESS) return false;
+
+  size_t wrong = reference::count_wrong(t, op, nranks, count, out);
+  EXPECT_EQ(wrong, 0u) << "rank " << rank << " " << what << ": " << wrong << " wrong elements";
+  const auto* out_bytes = static_cast<const unsigned char*>(out);
+  for (size_t i = 0; i < kGuard; ++i) {
+    if (out_bytes[count * es + i] != kGuardByte) {
+      ADD_FAILURE() << "rank " << rank << " " << what << ": byte " << i << " past the end was written";
+      return false;
+    }
+  }
+  if (!in_place) {
+    EXPECT_EQ(std::memcmp(send.data(), input.data(), send.size()), 0)
+        << "rank " << rank << " " << what << ": the input buffer was modified";
+  }
+  return wrong == 0;
+}
+
+void full_matrix(int rank, int nranks, const coll_unique_id_t& id, const std::vector<size_t>& counts) {
+  coll_comm_t comm = init_or_die(rank, nranks, id);
+  ASSERT_NE(comm, nullptr);
+  for (size_t count : counts)
+    for (coll_datatype_t t : kAllTypes)
+      for (coll_redop_t op : kAllOps)
+        for (bool in_place : {false, true})
+          if (!check_one(comm, rank, nranks, t, op, count, in_place)) {
+            coll_comm_destroy(comm);
+            return;  // the other ranks will fail too; stop before a cascade
+          }
+  EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+}
+
+class AllreduceMatrix : public ::testing::TestWithParam<int> {};
+
+TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
+  run_ranks(GetParam(), [](int rank, int nranks, const coll_unique_id_t& id) {
+    full_matrix(rank, nranks, id, {0, 1, 7, 1023, 1048579});
+  }, RankOptions{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AllreduceMatrix, ::testing::Values(1, 2, 3, 4, 5, 8),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// Small chunks: many chunks per block, so the pipeline (a chunk of step s+1
+// leaving while step s is still arriving) and the staging pool are exercised.
+class AllreducePipelined : public ::testing::TestWithParam<int> {};
+
+TEST_P(AllreducePipelined, ExactWithManySmallChunks) {
+  run_ranks(GetParam(), [](int rank, int nranks, const coll_unique_id_t& id) {
+    full_matrix(rank, nranks, id, {1023, 65537});
+  }, RankOptions{.limit_s = 300, .env = {{"COLL_CHUNK_BYTES", "256"}, {"COLL_TIMEOUT_MS", "120000"}}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AllreducePipelined, ::testing::Values(2, 3, 5),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// The C++ layer: spans, RAII, and exceptions carrying the code.
+TEST(AllreduceCxx, SpansAndExceptions) {
+  run_ranks(3, [](int rank, int nranks, const coll_unique_id_t& id) {
+    coll::Communicator comm(nranks, id, rank);
+    EXPECT_EQ(comm.rank(), rank);
+    EXPECT_EQ(comm.size(), nranks);
+    std::vector<int64_t> data(11, rank + 1);
+    comm.allreduce(std::span<int64_t>(data), COLL_SUM);
+    for (int64_t v : data) EXPECT_EQ(v, 6);
+    std::vector<double> in(5, 0.5 * (rank + 1)), out(5);
+    comm.allreduce(std::span<const double>(in), std::span<double>(out), COLL_MAX);
+    for (double v : out) EXPECT_EQ(v, 1.5);
+    try {
+      comm.allreduce(data.data(), data.data(), 1, static_cast<coll_datatype_t>(42), COLL_SUM);
+      ADD_FAILURE() << "an unknown datatype was accepted";
+    } catch (const coll::Exception& e) {
+      EXPECT_EQ(e.code(), COLL_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(e.what()).find("datatype"), std::string::npos) << e.what();
+    }
+  });
+}
+
+// Ranks that disagree on the count get an error on every rank, not a hang
+// or a corrupted result.
+TEST(AllreduceMismatch, DifferentCountsAreAnErrorOnBothRanks) {
+  run_ranks(2, [](int rank, int nranks, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, nranks, id);
+    ASSERT_NE(comm, nullptr);
+    std::vector<float> data(rank == 0 ? 100 : 200, 1.0f);
+    coll_result_t r = coll_allreduce(data.data(), data.data(), data.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
+    EXPECT_EQ(r, COLL_INVALID_USAGE) << coll_get_last_error(comm);
+    std::string message = coll_get_last_error(comm);
+    EXPECT_NE(message.find("bytes"), std::string::npos) << message;
+    EXPECT_NE(message.find(rank == 0 ? "rank 1" : "rank 0"), std::string::npos) << message;
+    coll_comm_destroy(comm);
+  }, RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
+}
+
+}  // namespace
+}  // namespace coll::testing

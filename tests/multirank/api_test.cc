@@ -1,0 +1,116 @@
+// Bad input at the C ABI: each case returns its specific code and the last
+// error names the argument. Run on a real one-rank communicator.
+#include "support/multirank.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+void expect_error(coll_result_t got, coll_result_t want, coll_comm_t comm, const char* needle) {
+  EXPECT_EQ(got, want) << coll_get_error_string(got);
+  std::string message = coll_get_last_error(comm);
+  EXPECT_NE(message.find(needle), std::string::npos) << "message '" << message << "' does not mention '" << needle << "'";
+}
+
+TEST(Api, VersionAndErrorStrings) {
+  int version = 0;
+  EXPECT_EQ(coll_get_version(&version), COLL_SUCCESS);
+  EXPECT_EQ(version, COLL_VERSION_CODE);
+  EXPECT_EQ(coll_get_version(nullptr), COLL_INVALID_ARGUMENT);
+  for (int r = COLL_SUCCESS; r <= COLL_IN_PROGRESS; ++r)
+    EXPECT_NE(std::string(coll_get_error_string(static_cast<coll_result_t>(r))).find("COLL_"), std::string::npos);
+  EXPECT_STREQ(coll_get_error_string(static_cast<coll_result_t>(99)), "unknown coll_result_t");
+}
+
+TEST(Api, NullCommunicatorIsRefusedEverywhere) {
+  int x = 0;
+  float buf[1] = {0};
+  EXPECT_EQ(coll_comm_rank(nullptr, &x), COLL_INVALID_ARGUMENT);
+  EXPECT_EQ(coll_comm_size(nullptr, &x), COLL_INVALID_ARGUMENT);
+  EXPECT_EQ(coll_comm_destroy(nullptr), COLL_INVALID_ARGUMENT);
+  EXPECT_EQ(coll_comm_abort(nullptr), COLL_INVALID_ARGUMENT);
+  expect_error(coll_allreduce(buf, buf, 1, COLL_FLOAT32, COLL_SUM, nullptr, nullptr), COLL_INVALID_ARGUMENT, nullptr,
+               "comm");
+  EXPECT_EQ(coll_get_unique_id(nullptr), COLL_INVALID_ARGUMENT);
+}
+
+TEST(Api, InitArgumentsAreChecked) {
+  coll_unique_id_t id{};
+  coll_comm_t comm = nullptr;
+  expect_error(coll_comm_init_rank(&comm, 0, id, 0), COLL_INVALID_ARGUMENT, nullptr, "nranks");
+  expect_error(coll_comm_init_rank(&comm, 4, id, 4), COLL_INVALID_ARGUMENT, nullptr, "rank");
+  expect_error(coll_comm_init_rank(&comm, 4, id, -1), COLL_INVALID_ARGUMENT, nullptr, "rank");
+  expect_error(coll_comm_init_rank(nullptr, 1, id, 0), COLL_INVALID_ARGUMENT, nullptr, "comm");
+}
+
+TEST(Api, InitFromEnvWithoutALauncherSaysWhatItLookedFor) {
+  run_ranks(1, [](int, int, const coll_unique_id_t&) {
+    for (const char* v : {"COLL_RANK", "RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) unsetenv(v);
+    coll_comm_t comm = nullptr;
+    expect_error(coll_comm_init_from_env(&comm), COLL_INVALID_USAGE, nullptr, "OMPI_COMM_WORLD_RANK");
+    setenv("COLL_RANK", "3", 1);
+    setenv("COLL_NRANKS", "2", 1);
+    setenv("COLL_ROOT_ADDR", "127.0.0.1:1", 1);
+    setenv("COLL_JOB_SECRET", "00112233445566778899aabbccddeeff", 1);
+    expect_error(coll_comm_init_from_env(&comm), COLL_INVALID_USAGE, nullptr, "COLL_RANK=3");
+    setenv("COLL_RANK", "0", 1);
+    setenv("COLL_JOB_SECRET", "xyz", 1);
+    expect_error(coll_comm_init_from_env(&comm), COLL_INVALID_ARGUMENT, nullptr, "COLL_JOB_SECRET");
+  });
+}
+
+TEST(Api, AllreduceArgumentsAreChecked) {
+  run_ranks(1, [](int rank, int nranks, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, nranks, id);
+    ASSERT_NE(comm, nullptr);
+    std::vector<float> a(16, 1.0f), b(16);
+    auto call = [&](const void* s, void* r, size_t n, int t, int op, coll_stream_t st = nullptr) {
+      return coll_allreduce(s, r, n, static_cast<coll_datatype_t>(t), static_cast<coll_redop_t>(op), comm, st);
+    };
+    expect_error(call(a.data(), b.data(), 16, 77, COLL_SUM), COLL_INVALID_ARGUMENT, comm, "datatype");
+    expect_error(call(a.data(), b.data(), 16, -1, COLL_SUM), COLL_INVALID_ARGUMENT, comm, "datatype");
+    expect_error(call(a.data(), b.data(), 16, COLL_FLOAT32, 9), COLL_INVALID_ARGUMENT, comm, "op");
+    expect_error(call(nullptr, b.data(), 16, COLL_FLOAT32, COLL_SUM), COLL_INVALID_ARGUMENT, comm, "sendbuf");
+    expect_error(call(a.data(), nullptr, 16, COLL_FLOAT32, COLL_SUM), COLL_INVALID_ARGUMENT, comm, "recvbuf");
+    expect_error(call(a.data(), b.data(), SIZE_MAX / 2, COLL_FLOAT32, COLL_SUM), COLL_INVALID_ARGUMENT, comm,
+                 "overflows");
+    expect_error(call(a.data(), a.data() + 1, 8, COLL_FLOAT32, COLL_SUM), COLL_INVALID_ARGUMENT, comm, "overlap");
+    int stream = 0;
+    expect_error(call(a.data(), b.data(), 16, COLL_FLOAT32, COLL_SUM, &stream), COLL_INVALID_ARGUMENT, comm,
+                 "stream");
+    // Null buffers are fine with count 0, and the communicator is still usable.
+    EXPECT_EQ(call(nullptr, nullptr, 0, COLL_FLOAT32, COLL_SUM), COLL_SUCCESS) << coll_get_last_error(comm);
+    EXPECT_EQ(call(a.data(), b.data(), 16, COLL_FLOAT32, COLL_SUM), COLL_SUCCESS) << coll_get_last_error(comm);
+    EXPECT_EQ(b[15], 1.0f);
+    int r = -1, n = -1;
+    EXPECT_EQ(coll_comm_rank(comm, &r), COLL_SUCCESS);
+    EXPECT_EQ(coll_comm_size(comm, &n), COLL_SUCCESS);
+    EXPECT_EQ(r, 0);
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ(coll_comm_rank(comm, nullptr), COLL_INVALID_ARGUMENT);
+    // After abort every collective is refused.
+    EXPECT_EQ(coll_comm_abort(comm), COLL_SUCCESS);
+    expect_error(call(a.data(), b.data(), 16, COLL_FLOAT32, COLL_SUM), COLL_INVALID_USAGE, comm, "aborted");
+    EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+  });
+}
+
+TEST(Api, UnknownAlgorithmIsAnErrorNamingIt) {
+  run_ranks(1, [](int rank, int nranks, const coll_unique_id_t& id) {
+    setenv("COLL_ALGO", "allreduce:tree", 1);
+    coll_comm_t comm = nullptr;
+    expect_error(coll_comm_init_rank(&comm, nranks, id, rank), COLL_INVALID_ARGUMENT, nullptr, "tree");
+    setenv("COLL_ALGO", "ring", 1);
+    comm = init_or_die(rank, nranks, id);
+    EXPECT_NE(comm, nullptr);
+    if (comm) coll_comm_destroy(comm);
+  });
+}
+
+}  // namespace
+}  // namespace coll::testing

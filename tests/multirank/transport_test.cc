@@ -1,0 +1,121 @@
+// The TCP transport between real processes, below any collective: ordering,
+// zero-length and odd sizes, tag/length mismatch detection, a peer that goes
+// away, and a stranger on the transport port.
+#include "bootstrap/store_client.h"
+#include "bootstrap/unique_id.h"
+#include "core/error.h"
+#include "core/socket.h"
+#include "support/multirank.h"
+#include "support/tcp_link.h"
+#include "transport/transport.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+TEST(TcpTransport, ManyMessagesOfEverySizeArriveInOrder) {
+  run_ranks(2, [](int rank, int, const coll_unique_id_t& id) {
+    Link link = connect_pair(rank, id);
+    const int peer = 1 - rank;
+    const std::vector<size_t> sizes = {0, 1, 7, 4096, 65537, 1 << 20, 0, 3, 5 << 20};
+    std::vector<std::vector<uint8_t>> out, in;
+    std::vector<transport::RequestId> ids;
+    for (int round = 0; round < 20; ++round)
+      for (size_t k = 0; k < sizes.size(); ++k) {
+        std::vector<uint8_t> msg(sizes[k]);
+        for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<uint8_t>(i * 31 + k + round * 7 + rank);
+        out.push_back(std::move(msg));
+        in.emplace_back(sizes[k]);
+      }
+    // Post all sends and all receives at once: both directions stream together.
+    for (size_t m = 0; m < out.size(); ++m) {
+      ids.push_back(link.transport->post_send(peer, out[m].data(), out[m].size(), m));
+      ids.push_back(link.transport->post_recv(peer, in[m].data(), in[m].size(), m));
+    }
+    wait_all(*link.transport, ids);
+    for (size_t m = 0; m < in.size(); ++m) {
+      size_t k = m % sizes.size(), round = m / sizes.size();
+      for (size_t i = 0; i < in[m].size(); ++i)
+        ASSERT_EQ(in[m][i], static_cast<uint8_t>(i * 31 + k + round * 7 + peer)) << "message " << m << " byte " << i;
+    }
+  });
+}
+
+TEST(TcpTransport, ALengthMismatchIsAnErrorNotCorruption) {
+  run_ranks(2, [](int rank, int, const coll_unique_id_t& id) {
+    Link link = connect_pair(rank, id);
+    std::vector<uint8_t> buf(100, 1);
+    if (rank == 0) {
+      wait_all(*link.transport, {link.transport->post_send(1, buf.data(), 64, 5)});
+      usleep(500000);
+      return;
+    }
+    link.transport->post_recv(0, buf.data(), 100, 5);
+    try {
+      wait_all(*link.transport, {});
+      std::vector<transport::RequestId> done;
+      for (int i = 0; i < 200; ++i) link.transport->poll(done, 20);
+      ADD_FAILURE() << "a 64-byte message completed a 100-byte receive";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::kInvalidUsage);
+      EXPECT_NE(std::string(e.what()).find("64 bytes"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(buf[99], 1) << "nothing may be written past what was checked";
+  });
+}
+
+TEST(TcpTransport, APeerThatExitsIsARemoteErrorNamingIt) {
+  run_ranks(2, [](int rank, int, const coll_unique_id_t& id) {
+    Link link = connect_pair(rank, id);
+    if (rank == 1) _exit(0);  // leaves without a word
+    std::vector<uint8_t> buf(10);
+    link.transport->post_recv(1, buf.data(), buf.size(), 1);
+    try {
+      std::vector<transport::RequestId> done;
+      for (int i = 0; i < 500; ++i) link.transport->poll(done, 20);
+      ADD_FAILURE() << "no error after the peer exited";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::kRemote);
+      EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+    }
+  });
+}
+
+// A stranger connects to rank 0's transport port before rank 1 does: it must
+// be refused, and rank 1 still gets through.
+TEST(TcpTransport, AStrangerOnTheTransportPortIsRefused) {
+  run_ranks(3, [](int rank, int, const coll_unique_id_t& raw) {
+    auto id = bootstrap::UniqueId::decode(raw);
+    auto deadline = Deadline::after_ms(20000);
+    bootstrap::StoreClient store(id, deadline);
+    if (rank == 2) {
+      auto addr = net::SockAddr::parse(store.get("addr/0", deadline, "rank 0"), "rank 0");
+      net::Fd fd = net::connect_to(addr, deadline, "rank 0");
+      std::string junk(100, 'z');
+      net::send_all(fd.get(), junk.data(), junk.size(), deadline, "rank 0");
+      store.set("stranger-done", "1", deadline);
+      usleep(500000);
+      return;
+    }
+    auto t = transport::make_tcp_transport(rank, 2, id.secret);
+    store.set("addr/" + std::to_string(rank), t->local_address(), deadline);
+    std::vector<std::string> addresses = {store.get("addr/0", deadline, ""), store.get("addr/1", deadline, "")};
+    if (rank == 1) store.get("stranger-done", deadline, "the stranger");
+    t->connect({1 - rank}, addresses, deadline);
+    int value = rank + 10, got = 0;
+    wait_all(*t, {t->post_send(1 - rank, &value, sizeof(value), 9), t->post_recv(1 - rank, &got, sizeof(got), 9)});
+    EXPECT_EQ(got, 11 - rank);
+  });
+}
+
+}  // namespace
+}  // namespace coll::testing

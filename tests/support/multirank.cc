@@ -1,0 +1,125 @@
+#include "support/multirank.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+struct SharedId {
+  std::atomic<int> ready;
+  coll_unique_id_t id;
+};
+
+// Waits up to 60 s for rank 0 to publish the id.
+bool wait_for_id(SharedId* shared) {
+  for (int i = 0; i < 60000; ++i) {
+    if (shared->ready.load(std::memory_order_acquire) == 1) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+}  // namespace
+
+coll_comm_t init_or_die(int rank, int nranks, const coll_unique_id_t& id) {
+  coll_comm_t comm = nullptr;
+  coll_result_t r = coll_comm_init_rank(&comm, nranks, id, rank);
+  if (r != COLL_SUCCESS) {
+    ADD_FAILURE() << "rank " << rank << ": coll_comm_init_rank: " << coll_get_error_string(r) << ": "
+                  << coll_get_last_error(nullptr);
+    return nullptr;
+  }
+  return comm;
+}
+
+void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
+  auto* shared = static_cast<SharedId*>(
+      mmap(nullptr, sizeof(SharedId), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  new (shared) SharedId();
+  shared->ready = 0;
+  std::fflush(stdout);
+  std::fflush(stderr);
+
+  std::vector<pid_t> pids(static_cast<size_t>(nranks), -1);
+  for (int rank = 0; rank < nranks; ++rank) {
+    if (rank == options.absent_rank) continue;
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0) << "fork failed";
+    if (pid == 0) {
+      for (const auto& [k, v] : options.env) setenv(k.c_str(), v.c_str(), 1);
+      int code = 0;
+      try {
+        if (rank == 0) {
+          coll_unique_id_t id;
+          coll_result_t r = coll_get_unique_id(&id);
+          if (r != COLL_SUCCESS) {
+            std::fprintf(stderr, "rank 0: coll_get_unique_id: %s\n", coll_get_last_error(nullptr));
+            _exit(3);
+          }
+          shared->id = id;
+          shared->ready.store(1, std::memory_order_release);
+        } else if (!wait_for_id(shared)) {
+          std::fprintf(stderr, "rank %d: no unique id from rank 0 within 60 s\n", rank);
+          _exit(4);
+        }
+        body(rank, nranks, shared->id);
+        code = ::testing::Test::HasFailure() ? 1 : 0;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: exception: %s\n", rank, e.what());
+        code = 2;
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);  // skip the parent's gtest teardown in the child
+    }
+    pids[static_cast<size_t>(rank)] = pid;
+  }
+
+  // Reap, killing everything still running past the limit.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.limit_s);
+  std::vector<int> status(static_cast<size_t>(nranks), 0);
+  std::vector<bool> done(static_cast<size_t>(nranks), false);
+  int left = 0;
+  for (int r = 0; r < nranks; ++r) left += pids[static_cast<size_t>(r)] > 0 ? 1 : 0;
+  bool killed = false;
+  while (left > 0) {
+    for (int r = 0; r < nranks; ++r) {
+      size_t i = static_cast<size_t>(r);
+      if (pids[i] <= 0 || done[i]) continue;
+      if (waitpid(pids[i], &status[i], WNOHANG) == pids[i]) {
+        done[i] = true;
+        --left;
+      }
+    }
+    if (left > 0 && !killed && std::chrono::steady_clock::now() > deadline) {
+      for (int r = 0; r < nranks; ++r)
+        if (pids[static_cast<size_t>(r)] > 0 && !done[static_cast<size_t>(r)]) kill(pids[static_cast<size_t>(r)], SIGKILL);
+      killed = true;
+    }
+    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (int r = 0; r < nranks; ++r) {
+    size_t i = static_cast<size_t>(r);
+    if (pids[i] <= 0) continue;
+    if (WIFSIGNALED(status[i]))
+      ADD_FAILURE() << "rank " << r << " of " << nranks << " was killed by signal " << WTERMSIG(status[i])
+                    << (killed ? " (still running after " + std::to_string(options.limit_s) + " s)" : "");
+    else
+      EXPECT_EQ(WEXITSTATUS(status[i]), 0) << "rank " << r << " of " << nranks << " failed (see its output above)";
+  }
+  munmap(shared, sizeof(SharedId));
+}
+
+}  // namespace coll::testing

@@ -1,0 +1,72 @@
+// Settings registry and interface choice.
+#include "core/config.h"
+#include "core/error.h"
+#include "core/socket.h"
+#include "transport/tcp/pair.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace coll {
+namespace {
+
+TEST(Config, DefaultsSuffixesAndErrorsNameTheVariable) {
+  unsetenv("COLL_TIMEOUT_MS");
+  EXPECT_EQ(config::get_int("COLL_TIMEOUT_MS"), 600000);
+  setenv("COLL_CHUNK_BYTES", "64K", 1);
+  EXPECT_EQ(config::get_int("COLL_CHUNK_BYTES"), 65536);
+  setenv("COLL_CHUNK_BYTES", "1M", 1);
+  EXPECT_EQ(config::get_int("COLL_CHUNK_BYTES"), 1 << 20);
+  setenv("COLL_CHUNK_BYTES", "12Q", 1);
+  try {
+    config::get_int("COLL_CHUNK_BYTES");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("COLL_CHUNK_BYTES"), std::string::npos);
+  }
+  unsetenv("COLL_CHUNK_BYTES");
+  EXPECT_THROW(config::get_string("COLL_NOT_A_SETTING"), Error);
+  for (const auto& s : config::settings()) {
+    EXPECT_EQ(std::string(s.name).rfind("COLL_", 0), 0u) << s.name;
+    EXPECT_NE(std::string(s.doc), "") << s.name;
+  }
+}
+
+TEST(Socket, InterfaceChoiceFollowsCollSocketIfname) {
+  setenv("COLL_SOCKET_IFNAME", "lo", 1);
+  std::string name;
+  net::SockAddr a = net::choose_interface(&name);
+  EXPECT_EQ(name, "lo");
+  EXPECT_TRUE(a.is_loopback());
+  setenv("COLL_SOCKET_IFNAME", "=no-such-interface", 1);
+  EXPECT_THROW(net::choose_interface(&name), Error);
+  setenv("COLL_SOCKET_IFNAME", "^lo", 1);
+  try {
+    net::choose_interface(&name);
+    EXPECT_NE(name, "lo");
+  } catch (const Error&) {
+    // a machine with only loopback: nothing else to choose, which is an error
+  }
+  unsetenv("COLL_SOCKET_IFNAME");
+}
+
+TEST(Socket, AddressesParseAndPrint) {
+  EXPECT_EQ(net::SockAddr::parse("127.0.0.1:80", "t").to_string(), "127.0.0.1:80");
+  EXPECT_EQ(net::SockAddr::parse("[::1]:81", "t").to_string(), "[::1]:81");
+  EXPECT_THROW(net::SockAddr::parse("no-port", "t"), Error);
+  EXPECT_THROW(net::SockAddr::parse("[::1:81", "t"), Error);
+}
+
+TEST(TcpFrame, HeadersAreCheckedAgainstThePostedReceive) {
+  using transport::tcp::check_frame;
+  using transport::tcp::FrameHeader;
+  EXPECT_EQ(check_frame({transport::tcp::kFrameMagic, 0, 5, 100}, 5, 100), "");
+  EXPECT_NE(check_frame({0, 0, 5, 100}, 5, 100), "");
+  EXPECT_NE(check_frame({transport::tcp::kFrameMagic, 0, 6, 100}, 5, 100), "");
+  EXPECT_NE(check_frame({transport::tcp::kFrameMagic, 0, 5, 101}, 5, 100).find("101 bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace coll

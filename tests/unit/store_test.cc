@@ -1,0 +1,126 @@
+// The bootstrap store in one process: set/get/add, waiting with a deadline,
+// and the secret and frame checks that keep strangers out.
+#include "bootstrap/store_client.h"
+#include "bootstrap/store_protocol.h"
+#include "bootstrap/store_server.h"
+#include "bootstrap/unique_id.h"
+#include "core/error.h"
+#include "core/socket.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace coll::bootstrap {
+namespace {
+
+UniqueId start_store() {
+  UniqueId id;
+  id.secret = auth::random_secret();
+  StoreServer* server = StoreServer::start(net::SockAddr::parse("127.0.0.1:0", "test"), id.secret);
+  id.store_address = server->address().to_string();
+  return id;
+}
+
+TEST(Store, SetGetAdd) {
+  UniqueId id = start_store();
+  auto deadline = Deadline::after_ms(5000);
+  StoreClient a(id, deadline), b(id, deadline);
+  a.set("k", "value", deadline);
+  EXPECT_EQ(b.get("k", deadline, "k"), "value");
+  EXPECT_EQ(a.add("n", 5, deadline), 5);
+  EXPECT_EQ(b.add("n", -2, deadline), 3);
+  std::string big(1 << 20, 'q');
+  a.set("big", big, deadline);
+  EXPECT_EQ(b.get("big", deadline, "big"), big);
+}
+
+TEST(Store, GetWaitsForTheKeyThenTimesOutNamingIt) {
+  UniqueId id = start_store();
+  auto deadline = Deadline::after_ms(5000);
+  StoreClient a(id, deadline), b(id, deadline);
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    a.set("late", "here", Deadline::after_ms(5000));
+  });
+  EXPECT_EQ(b.get("late", deadline, "the late key"), "here");
+  late.join();
+  auto start = std::chrono::steady_clock::now();
+  try {
+    b.get("never", Deadline::after_ms(300), "rank 7 to join");
+    ADD_FAILURE() << "no timeout";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kTimeout);
+    EXPECT_NE(std::string(e.what()).find("rank 7 to join"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1300));
+}
+
+TEST(Store, AWrongSecretIsRefusedAndOthersGoOn) {
+  UniqueId id = start_store();
+  UniqueId forged = id;
+  forged.secret[0] ^= 1;
+  try {
+    StoreClient intruder(forged, Deadline::after_ms(3000));
+    ADD_FAILURE() << "a wrong secret was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kRemote);
+    EXPECT_NE(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+  StoreClient good(id, Deadline::after_ms(3000));
+  good.set("still", "works", Deadline::after_ms(3000));
+}
+
+TEST(Store, AMalformedFrameDropsOnlyThatConnection) {
+  UniqueId id = start_store();
+  auto deadline = Deadline::after_ms(5000);
+  // Authenticate by hand, then send an oversized request header.
+  net::Fd fd = net::connect_to(net::SockAddr::parse(id.store_address, "store"), deadline, "store");
+  auth::client_handshake(fd.get(), id.secret, kStorePurpose, kStoreClientIdentity, deadline, "store");
+  StoreRequestHeader h{static_cast<uint32_t>(StoreOp::kSet), 3, uint64_t{1} << 40};
+  net::send_all(fd.get(), &h, sizeof(h), deadline, "store");
+  char byte;
+  EXPECT_THROW(net::recv_all(fd.get(), &byte, 1, deadline, "store"), Error) << "the connection should be closed";
+  StoreClient good(id, deadline);
+  good.set("ok", "1", deadline);
+  EXPECT_EQ(good.get("ok", deadline, "ok"), "1");
+}
+
+TEST(StoreProtocol, RequestsAreBoundedBeforeUse) {
+  EXPECT_EQ(validate_request({1, 3, 10}), "");
+  EXPECT_NE(validate_request({0, 3, 10}), "");
+  EXPECT_NE(validate_request({9, 3, 10}), "");
+  EXPECT_NE(validate_request({1, 0, 10}), "");
+  EXPECT_NE(validate_request({1, kMaxKeyBytes + 1, 0}), "");
+  EXPECT_NE(validate_request({1, 3, kMaxValueBytes + 1}), "");
+  EXPECT_NE(validate_request({3, 3, 4}), "") << "ADD needs exactly 8 bytes";
+  EXPECT_NE(validate_request({2, 3, 1}), "") << "GET carries no value";
+}
+
+TEST(UniqueId, RoundTripAndGarbage) {
+  UniqueId id;
+  id.store_address = "[fd00::2]:12345";
+  id.secret = auth::random_secret();
+  UniqueId back = UniqueId::decode(id.encode());
+  EXPECT_EQ(back.store_address, id.store_address);
+  EXPECT_EQ(back.secret, id.secret);
+  coll_unique_id_t raw = id.encode();
+  raw.internal[24] = 0;  // address length
+  EXPECT_THROW(UniqueId::decode(raw), Error);
+  raw.internal[0] = 'x';
+  EXPECT_THROW(UniqueId::decode(raw), Error);
+}
+
+TEST(Auth, SecretsAndProofs) {
+  auth::Secret s = auth::random_secret();
+  EXPECT_EQ(auth::secret_from_hex(auth::to_hex(s), "t"), s);
+  EXPECT_THROW(auth::secret_from_hex("abc", "t"), Error);
+  EXPECT_THROW(auth::secret_from_hex(std::string(32, 'g'), "t"), Error);
+  auth::Nonce server_nonce = auth::random_nonce();
+  auth::ClientHello hello{auth::kHelloMagic, 3, auth::random_nonce(), {}};
+  EXPECT_FALSE(auth::check_client_hello(hello, s, "p", server_nonce)) << "an empty MAC must fail";
+}
+
+}  // namespace
+}  // namespace coll::bootstrap
