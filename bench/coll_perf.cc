@@ -9,6 +9,7 @@
 // ranks), warm-up, then timed iterations. time is the slowest rank's mean per
 // iteration; algbw = bytes / time; busbw = algbw * 2(n-1)/n, the ring's
 // per-link traffic, comparable across rank counts.
+#include "reduce/dtype.h"
 #include "reduce/reference.h"
 
 #include <coll/coll.h>
@@ -84,16 +85,6 @@ coll_redop_t parse_op(const std::string& s) {
   for (const auto& [name, o] : names)
     if (s == name) return o;
   die("unknown op '" + s + "'");
-}
-
-const char* dtype_name(coll_datatype_t t) {
-  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                "float16", "bfloat16", "float32", "float64"};
-  return names[t];
-}
-const char* op_name(coll_redop_t o) {
-  static const char* names[] = {"sum", "prod", "min", "max", "avg"};
-  return names[o];
 }
 
 Options parse(int argc, char** argv) {
@@ -183,11 +174,11 @@ int main(int argc, char** argv) {
   coll_comm_rank(comm, &rank);
   coll_comm_size(comm, &nranks);
 
-  const size_t es = coll::reference::type_size(o.dtype);
+  const size_t es = coll::reduce::datatype_size(o.dtype);
   std::vector<char> send(std::max(o.max_bytes, es)), recv(std::max(o.max_bytes, es));
   if (rank == 0) {
     std::printf("# coll_perf: allreduce, %d ranks, %s %s, algorithm %s, %d iterations, %d warm-up, check %d\n",
-                nranks, dtype_name(o.dtype), op_name(o.op), o.algorithm.empty() ? "auto" : o.algorithm.c_str(),
+                nranks, coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op), o.algorithm.empty() ? "auto" : o.algorithm.c_str(),
                 o.iters, o.warmup, o.check);
     std::printf("#\n");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %33s  %33s\n", "", "", "", "", "", "out-of-place", "in-place");
@@ -211,7 +202,7 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       auto algbw = [&](double us) { return us > 0 ? real_bytes / us / 1e3 : 0.0; };
       std::printf("  %10zu  %12zu  %8s  %6s  %6d  %9.2f %7.3f %7.3f %6zu  %9.2f %7.3f %7.3f %6zu\n", real_bytes, count,
-                  dtype_name(o.dtype), op_name(o.op), -1, out.time_us, algbw(out.time_us),
+                  coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op), -1, out.time_us, algbw(out.time_us),
                   algbw(out.time_us) * bus_factor, out.wrong, in.time_us, algbw(in.time_us),
                   algbw(in.time_us) * bus_factor, in.wrong);
       std::fflush(stdout);

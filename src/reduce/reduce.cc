@@ -100,30 +100,6 @@ void dispatch(coll_datatype_t dtype, Fn&& fn) {
 
 }  // namespace
 
-size_t datatype_size(coll_datatype_t dtype) {
-  switch (dtype) {
-    case COLL_INT8: case COLL_UINT8: return 1;
-    case COLL_FLOAT16: case COLL_BFLOAT16: return 2;
-    case COLL_INT32: case COLL_UINT32: case COLL_FLOAT32: return 4;
-    case COLL_INT64: case COLL_UINT64: case COLL_FLOAT64: return 8;
-    default: return 0;
-  }
-}
-
-const char* datatype_name(coll_datatype_t dtype) {
-  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                "float16", "bfloat16", "float32", "float64"};
-  return valid_datatype(dtype) ? names[dtype] : "unknown";
-}
-
-const char* redop_name(coll_redop_t op) {
-  static const char* names[] = {"sum", "prod", "min", "max", "avg"};
-  return valid_redop(op) ? names[op] : "unknown";
-}
-
-bool valid_datatype(int dtype) { return dtype >= 0 && dtype < COLL_NUM_DATATYPES; }
-bool valid_redop(int op) { return op >= 0 && op < COLL_NUM_REDOPS; }
-
 void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count) {
   dispatch(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;

@@ -10,18 +10,13 @@
 //   (integers truncate toward zero; float16/bfloat16 divide in float32).
 #pragma once
 
+#include "reduce/dtype.h"
+
 #include <coll/coll.h>
 
 #include <cstddef>
 
 namespace coll::reduce {
-
-// Bytes per element; 0 for a value outside the enum.
-size_t datatype_size(coll_datatype_t dtype);
-const char* datatype_name(coll_datatype_t dtype);  // "float32", ...
-const char* redop_name(coll_redop_t op);           // "sum", ...
-bool valid_datatype(int dtype);
-bool valid_redop(int op);
 
 // dst[i] = a[i] (op) b[i] for i < count. dst may alias a or b exactly.
 void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b,

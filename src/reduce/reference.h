@@ -14,6 +14,7 @@
 // - AVG divides the exact sum once, as the library does.
 #pragma once
 
+#include "reduce/dtype.h"
 #include "reduce/half.h"
 
 #include <coll/coll.h>
@@ -58,15 +59,6 @@ inline void store(coll_datatype_t t, void* buf, size_t i, int64_t v) {
     case COLL_FLOAT32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
     case COLL_FLOAT64: static_cast<double*>(buf)[i] = static_cast<double>(v); break;
     default: break;
-  }
-}
-
-inline size_t type_size(coll_datatype_t t) {
-  switch (t) {
-    case COLL_INT8: case COLL_UINT8: return 1;
-    case COLL_FLOAT16: case COLL_BFLOAT16: return 2;
-    case COLL_INT32: case COLL_UINT32: case COLL_FLOAT32: return 4;
-    default: return 8;
   }
 }
 
@@ -118,7 +110,7 @@ inline void expected_element(coll_datatype_t t, coll_redop_t op, int nranks, siz
 
 // How many elements of `result` differ (bit for bit) from the exact result.
 inline size_t count_wrong(coll_datatype_t t, coll_redop_t op, int nranks, size_t count, const void* result) {
-  const size_t es = type_size(t);
+  const size_t es = reduce::datatype_size(t);
   const auto* bytes = static_cast<const unsigned char*>(result);
   size_t wrong = 0;
   unsigned char expected[8];

@@ -39,14 +39,15 @@ void Pair::post_recv(RequestId id, void* data, size_t bytes, uint64_t tag) {
 }
 
 void Pair::lost(const char* doing, int err) {
-  if (fd_.valid() == false) fail(Code::kRemote, "rank ", self_, ": connection to ", name(), " was closed by abort");
+  if (!fd_.valid()) fail(Code::kRemote, "rank ", self_, ": connection to ", name(), " was closed by abort");
   if (err == 0)
     fail(Code::kRemote, "rank ", self_, ": ", name(), " closed the connection while we were ", doing,
          " (did it exit, crash or abort?)");
   if (err == ECONNRESET || err == EPIPE)
-    fail(Code::kRemote, "rank ", self_, ": ", name(), " reset the connection while we were ", doing,
-         " (", std::strerror(err), ")");
-  fail_errno(Code::kSystem, err, str_cat("rank ", self_, ": ", doing, " ", name()), "send/recv");
+    fail(Code::kRemote, "rank ", self_, ": ", name(), " reset the connection while we were ", doing, " (",
+         std::strerror(err), ")");
+  fail_errno(Code::kSystem, err, str_cat("rank ", self_, ": ", name(), ": while ", doing),
+             std::string(doing).rfind("send", 0) == 0 ? "sendmsg" : "recv");
 }
 
 bool Pair::progress(std::vector<RequestId>& done) {
@@ -72,7 +73,7 @@ bool Pair::progress_sends(std::vector<RequestId>& done) {
     ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return moved;
-      lost("sending to", errno);
+      lost("sending to it", errno);
     }
     moved = moved || n > 0;
     size_t sent = static_cast<size_t>(n);
@@ -105,10 +106,10 @@ bool Pair::progress_recvs(std::vector<RequestId>& done) {
     }
     if (want > 0) {
       ssize_t n = ::recv(fd_.get(), dst, want, MSG_DONTWAIT);
-      if (n == 0) lost("receiving from", 0);
+      if (n == 0) lost("receiving from it", 0);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return moved;
-        lost("receiving from", errno);
+        lost("receiving from it", errno);
       }
       moved = true;
       if (op.header_done < sizeof(FrameHeader)) {
