@@ -59,20 +59,31 @@ size_t parse_size(const char* text) {
   double v = std::strtod(text, &end);
   if (end == text || v < 0) die(std::string("bad size '") + text + "'");
   switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-    case '\0': break;
-    default: die(std::string("bad size suffix in '") + text + "'");
+    case 'K':
+    case 'k':
+      v *= 1024;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1024 * 1024;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1024.0 * 1024 * 1024;
+      break;
+    case '\0':
+      break;
+    default:
+      die(std::string("bad size suffix in '") + text + "'");
   }
   return static_cast<size_t>(v);
 }
 
 coll_datatype_t parse_dtype(const std::string& s) {
   const std::pair<const char*, coll_datatype_t> names[] = {
-      {"int8", COLL_INT8}, {"uint8", COLL_UINT8}, {"int32", COLL_INT32}, {"int", COLL_INT32},
-      {"uint32", COLL_UINT32}, {"int64", COLL_INT64}, {"uint64", COLL_UINT64}, {"float16", COLL_FLOAT16},
-      {"half", COLL_FLOAT16}, {"bfloat16", COLL_BFLOAT16}, {"float32", COLL_FLOAT32}, {"float", COLL_FLOAT32},
+      {"int8", COLL_INT8},       {"uint8", COLL_UINT8},       {"int32", COLL_INT32},     {"int", COLL_INT32},
+      {"uint32", COLL_UINT32},   {"int64", COLL_INT64},       {"uint64", COLL_UINT64},   {"float16", COLL_FLOAT16},
+      {"half", COLL_FLOAT16},    {"bfloat16", COLL_BFLOAT16}, {"float32", COLL_FLOAT32}, {"float", COLL_FLOAT32},
       {"float64", COLL_FLOAT64}, {"double", COLL_FLOAT64}};
   for (const auto& [name, t] : names)
     if (s == name) return t;
@@ -97,16 +108,26 @@ Options parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) die("option " + a + " needs a value");
     const char* v = argv[++i];
-    if (a == "-b") o.min_bytes = parse_size(v);
-    else if (a == "-e") o.max_bytes = parse_size(v);
-    else if (a == "-f") o.factor = std::atof(v);
-    else if (a == "-n") o.iters = std::atoi(v);
-    else if (a == "-w") o.warmup = std::atoi(v);
-    else if (a == "-c") o.check = std::atoi(v);
-    else if (a == "-d") o.dtype = parse_dtype(v);
-    else if (a == "-o") o.op = parse_op(v);
-    else if (a == "-a") o.algorithm = v;
-    else die("unknown option " + a);
+    if (a == "-b")
+      o.min_bytes = parse_size(v);
+    else if (a == "-e")
+      o.max_bytes = parse_size(v);
+    else if (a == "-f")
+      o.factor = std::atof(v);
+    else if (a == "-n")
+      o.iters = std::atoi(v);
+    else if (a == "-w")
+      o.warmup = std::atoi(v);
+    else if (a == "-c")
+      o.check = std::atoi(v);
+    else if (a == "-d")
+      o.dtype = parse_dtype(v);
+    else if (a == "-o")
+      o.op = parse_op(v);
+    else if (a == "-a")
+      o.algorithm = v;
+    else
+      die("unknown option " + a);
   }
   if (o.max_bytes < o.min_bytes) die("-e must be at least -b");
   if (o.factor <= 1) die("-f must be greater than 1");
@@ -177,9 +198,9 @@ int main(int argc, char** argv) {
   const size_t es = coll::reduce::datatype_size(o.dtype);
   std::vector<char> send(std::max(o.max_bytes, es)), recv(std::max(o.max_bytes, es));
   if (rank == 0) {
-    std::printf("# coll_perf: allreduce, %d ranks, %s %s, algorithm %s, %d iterations, %d warm-up, check %d\n",
-                nranks, coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op), o.algorithm.empty() ? "auto" : o.algorithm.c_str(),
-                o.iters, o.warmup, o.check);
+    std::printf("# coll_perf: allreduce, %d ranks, %s %s, algorithm %s, %d iterations, %d warm-up, check %d\n", nranks,
+                coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op),
+                o.algorithm.empty() ? "auto" : o.algorithm.c_str(), o.iters, o.warmup, o.check);
     std::printf("#\n");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %33s  %33s\n", "", "", "", "", "", "out-of-place", "in-place");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %9s %7s %7s %6s  %9s %7s %7s %6s\n", "size", "count", "type", "redop",
@@ -202,8 +223,8 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       auto algbw = [&](double us) { return us > 0 ? real_bytes / us / 1e3 : 0.0; };
       std::printf("  %10zu  %12zu  %8s  %6s  %6d  %9.2f %7.3f %7.3f %6zu  %9.2f %7.3f %7.3f %6zu\n", real_bytes, count,
-                  coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op), -1, out.time_us, algbw(out.time_us),
-                  algbw(out.time_us) * bus_factor, out.wrong, in.time_us, algbw(in.time_us),
+                  coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op), -1, out.time_us,
+                  algbw(out.time_us), algbw(out.time_us) * bus_factor, out.wrong, in.time_us, algbw(in.time_us),
                   algbw(in.time_us) * bus_factor, in.wrong);
       std::fflush(stdout);
       bw_sum += (algbw(out.time_us) + algbw(in.time_us)) * bus_factor;

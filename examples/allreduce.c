@@ -3,13 +3,13 @@
 #include <coll/coll.h>
 #include <stdio.h>
 
-#define CHECK(call)                                                                 \
-  do {                                                                              \
-    coll_result_t r_ = (call);                                                      \
-    if (r_ != COLL_SUCCESS) {                                                       \
-      fprintf(stderr, "%s failed: %s\n", #call, coll_get_last_error(comm));         \
-      return 1;                                                                     \
-    }                                                                               \
+#define CHECK(call)                                                         \
+  do {                                                                      \
+    coll_result_t r_ = (call);                                              \
+    if (r_ != COLL_SUCCESS) {                                               \
+      fprintf(stderr, "%s failed: %s\n", #call, coll_get_last_error(comm)); \
+      return 1;                                                             \
+    }                                                                       \
   } while (0)
 
 int main(void) {
@@ -25,8 +25,7 @@ int main(void) {
   /* In place: sendbuf == recvbuf. A null stream means host memory. */
   CHECK(coll_allreduce(data, data, 4, COLL_FLOAT32, COLL_SUM, comm, NULL));
 
-  if (rank == 0)
-    printf("rank 0 of %d: sum = %g %g %g %g\n", size, data[0], data[1], data[2], data[3]);
+  if (rank == 0) printf("rank 0 of %d: sum = %g %g %g %g\n", size, data[0], data[1], data[2], data[3]);
   CHECK(coll_comm_destroy(comm));
   return 0;
 }

@@ -14,8 +14,7 @@ int main() {
     comm.allreduce(std::span<float>(data), COLL_SUM);  // in place; datatype inferred
 
     if (comm.rank() == 0)
-      std::printf("rank 0 of %d: sum = %g %g %g %g\n", comm.size(), data[0], data[1], data[2],
-                  data[3]);
+      std::printf("rank 0 of %d: sum = %g %g %g %g\n", comm.size(), data[0], data[1], data[2], data[3]);
   } catch (const coll::Exception& e) {  // the communicator is destroyed on the way out
     std::fprintf(stderr, "coll error: %s\n", e.what());
     return 1;

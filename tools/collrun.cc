@@ -193,8 +193,10 @@ int main(int argc, char** argv) {
     std::vector<pollfd> fds;
     for (auto& rk : ranks)
       if (rk.out_fd >= 0) fds.push_back({rk.out_fd, POLLIN, 0});
-    if (fds.empty()) usleep(50000);
-    else poll(fds.data(), fds.size(), 50);
+    if (fds.empty())
+      usleep(50000);
+    else
+      poll(fds.data(), fds.size(), 50);
     for (int r = 0; r < opt.nranks; ++r)
       if (ranks[static_cast<size_t>(r)].out_fd >= 0) drain(r, ranks[static_cast<size_t>(r)], false);
 

@@ -38,8 +38,7 @@ extern "C" {
 #define COLL_VERSION_MAJOR 0
 #define COLL_VERSION_MINOR 1
 #define COLL_VERSION_PATCH 0
-#define COLL_VERSION_CODE \
-  (COLL_VERSION_MAJOR * 10000 + COLL_VERSION_MINOR * 100 + COLL_VERSION_PATCH)
+#define COLL_VERSION_CODE (COLL_VERSION_MAJOR * 10000 + COLL_VERSION_MINOR * 100 + COLL_VERSION_PATCH)
 
 /* Result codes. Values are part of the ABI and never change. */
 typedef enum {
@@ -110,8 +109,7 @@ COLL_API coll_result_t coll_get_unique_id(coll_unique_id_t* id);
  * returns when all have arrived and are connected, or COLL_TIMEOUT after
  * COLL_TIMEOUT_MS. On success *comm is owned by the caller: release it with
  * coll_comm_destroy(). */
-COLL_API coll_result_t coll_comm_init_rank(coll_comm_t* comm, int nranks, coll_unique_id_t id,
-                                           int rank);
+COLL_API coll_result_t coll_comm_init_rank(coll_comm_t* comm, int nranks, coll_unique_id_t id, int rank);
 
 /* Like coll_comm_init_rank, with rank, size and rendezvous read from the
  * environment, in this order: collrun (COLL_RANK, COLL_NRANKS,
@@ -141,9 +139,8 @@ COLL_API coll_result_t coll_comm_size(coll_comm_t comm, int* size);
  * count is in elements of `datatype`. Collective: every rank calls it with
  * the same count, datatype and op. With a null stream the call returns when
  * recvbuf holds the result. Buffers may be null only when count is 0. */
-COLL_API coll_result_t coll_allreduce(const void* sendbuf, void* recvbuf, size_t count,
-                                      coll_datatype_t datatype, coll_redop_t op, coll_comm_t comm,
-                                      coll_stream_t stream);
+COLL_API coll_result_t coll_allreduce(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,
+                                      coll_redop_t op, coll_comm_t comm, coll_stream_t stream);
 
 /* A static string naming the code, e.g. "COLL_TIMEOUT: timed out waiting for a peer".
  * Never null; unknown codes give "unknown coll_result_t". */

@@ -20,8 +20,7 @@ namespace coll {
 // A failed call: code() is the coll_result_t, what() the full message.
 class Exception : public std::runtime_error {
  public:
-  Exception(coll_result_t code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  Exception(coll_result_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
   coll_result_t code() const noexcept { return code_; }
 
  private:
@@ -42,15 +41,24 @@ inline void check(coll_result_t result, coll_comm_t comm = nullptr) {
 template <typename T>
 constexpr coll_datatype_t datatype_of() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, int8_t>) return COLL_INT8;
-  else if constexpr (std::is_same_v<U, uint8_t>) return COLL_UINT8;
-  else if constexpr (std::is_same_v<U, int32_t>) return COLL_INT32;
-  else if constexpr (std::is_same_v<U, uint32_t>) return COLL_UINT32;
-  else if constexpr (std::is_same_v<U, int64_t>) return COLL_INT64;
-  else if constexpr (std::is_same_v<U, uint64_t>) return COLL_UINT64;
-  else if constexpr (std::is_same_v<U, float>) return COLL_FLOAT32;
-  else if constexpr (std::is_same_v<U, double>) return COLL_FLOAT64;
-  else static_assert(sizeof(T) == 0, "no coll datatype for this type; use the raw overload");
+  if constexpr (std::is_same_v<U, int8_t>)
+    return COLL_INT8;
+  else if constexpr (std::is_same_v<U, uint8_t>)
+    return COLL_UINT8;
+  else if constexpr (std::is_same_v<U, int32_t>)
+    return COLL_INT32;
+  else if constexpr (std::is_same_v<U, uint32_t>)
+    return COLL_UINT32;
+  else if constexpr (std::is_same_v<U, int64_t>)
+    return COLL_INT64;
+  else if constexpr (std::is_same_v<U, uint64_t>)
+    return COLL_UINT64;
+  else if constexpr (std::is_same_v<U, float>)
+    return COLL_FLOAT32;
+  else if constexpr (std::is_same_v<U, double>)
+    return COLL_FLOAT64;
+  else
+    static_assert(sizeof(T) == 0, "no coll datatype for this type; use the raw overload");
 }
 
 // Creates a job identity and starts its bootstrap store in this process.
@@ -99,8 +107,8 @@ class Communicator {
   }
 
   // Raw form: any datatype, including COLL_FLOAT16 and COLL_BFLOAT16.
-  void allreduce(const void* send, void* recv, size_t count, coll_datatype_t dtype,
-                 coll_redop_t op, coll_stream_t stream = nullptr) {
+  void allreduce(const void* send, void* recv, size_t count, coll_datatype_t dtype, coll_redop_t op,
+                 coll_stream_t stream = nullptr) {
     check(coll_allreduce(send, recv, count, dtype, op, comm_, stream), comm_);
   }
 

@@ -89,8 +89,8 @@ Schedule ring_allreduce(const AllreduceShape& shape) {
       }
       if (c < chunk_count(in.count, chunk)) {
         Span piece = chunk_span(in, chunk, c);
-        uint32_t id = b.add(Step{OpKind::kRecvReduce, prev, at(BufferId::kSend, piece),
-                                 at(BufferId::kRecv, piece), piece.count * es, {}});
+        uint32_t id = b.add(Step{
+            OpKind::kRecvReduce, prev, at(BufferId::kSend, piece), at(BufferId::kRecv, piece), piece.count * es, {}});
         writer[static_cast<size_t>(in_block)][c] = id;
       }
     }

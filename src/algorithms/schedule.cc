@@ -16,11 +16,16 @@ std::vector<int> Schedule::peers() const {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::kSend: return "send";
-    case OpKind::kRecv: return "recv";
-    case OpKind::kRecvReduce: return "recv-reduce";
-    case OpKind::kCopy: return "copy";
-    case OpKind::kDivide: return "divide";
+    case OpKind::kSend:
+      return "send";
+    case OpKind::kRecv:
+      return "recv";
+    case OpKind::kRecvReduce:
+      return "recv-reduce";
+    case OpKind::kCopy:
+      return "copy";
+    case OpKind::kDivide:
+      return "divide";
   }
   return "?";
 }
@@ -40,13 +45,21 @@ std::string to_string(const Schedule& schedule) {
     const Step& s = schedule.steps[i];
     out << i << " " << op_kind_name(s.kind);
     switch (s.kind) {
-      case OpKind::kSend: out << " to " << s.peer << " " << region(s.src, s.bytes); break;
-      case OpKind::kRecv: out << " from " << s.peer << " -> " << region(s.dst, s.bytes); break;
+      case OpKind::kSend:
+        out << " to " << s.peer << " " << region(s.src, s.bytes);
+        break;
+      case OpKind::kRecv:
+        out << " from " << s.peer << " -> " << region(s.dst, s.bytes);
+        break;
       case OpKind::kRecvReduce:
         out << " from " << s.peer << " " << region(s.src, s.bytes) << " -> " << region(s.dst, s.bytes);
         break;
-      case OpKind::kCopy: out << " " << region(s.src, s.bytes) << " -> " << region(s.dst, s.bytes); break;
-      case OpKind::kDivide: out << " " << region(s.dst, s.bytes); break;
+      case OpKind::kCopy:
+        out << " " << region(s.src, s.bytes) << " -> " << region(s.dst, s.bytes);
+        break;
+      case OpKind::kDivide:
+        out << " " << region(s.dst, s.bytes);
+        break;
     }
     if (!s.deps.empty()) {
       out << " after";

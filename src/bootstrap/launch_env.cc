@@ -26,8 +26,8 @@ void set_rank_size(Launch& l, const char* rank_var, const char* size_var) {
   l.rank = parse_int(rank_var, env(rank_var));
   l.nranks = parse_int(size_var, env(size_var));
   if (l.nranks < 1 || l.rank >= l.nranks)
-    fail(Code::kInvalidUsage, "launcher variables are inconsistent: ", rank_var, "=", l.rank, " but ",
-         size_var, "=", l.nranks, " (rank must be in [0, size))");
+    fail(Code::kInvalidUsage, "launcher variables are inconsistent: ", rank_var, "=", l.rank, " but ", size_var, "=",
+         l.nranks, " (rank must be in [0, size))");
 }
 
 // Open MPI and Slurm carry no rendezvous of ours: MPI_Bcast it when we can,
@@ -75,7 +75,8 @@ Launch discover_launch() {
       const char* run_id = env("TORCHELASTIC_RUN_ID");
       l.secret = auth::secret_from_text(l.root_addr + "/" + (run_id ? run_id : ""));
       if (l.rank == 0)
-        log::warn(log::kLaunch, "torchrun variables carry no job secret: using one derived from "
+        log::warn(log::kLaunch,
+                  "torchrun variables carry no job secret: using one derived from "
                   "MASTER_ADDR:MASTER_PORT; set COLL_JOB_SECRET (32 hex digits) on every rank "
                   "to keep strangers out");
     }

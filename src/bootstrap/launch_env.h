@@ -11,7 +11,7 @@
 namespace coll::bootstrap {
 
 struct Launch {
-  std::string launcher;   // "collrun", "torchrun", "Open MPI", "Slurm"
+  std::string launcher;  // "collrun", "torchrun", "Open MPI", "Slurm"
   int rank = -1;
   int nranks = 0;
   bool use_mpi = false;   // the unique id travels by MPI_Bcast

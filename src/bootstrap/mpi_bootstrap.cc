@@ -44,9 +44,7 @@ UniqueId mpi_share_unique_id(int rank, int nranks) {
   return UniqueId::decode(raw);
 }
 #else
-UniqueId mpi_share_unique_id(int, int) {
-  fail(Code::kInvalidUsage, "coll was built without MPI (COLL_WITH_MPI=OFF)");
-}
+UniqueId mpi_share_unique_id(int, int) { fail(Code::kInvalidUsage, "coll was built without MPI (COLL_WITH_MPI=OFF)"); }
 #endif
 
 }  // namespace coll::bootstrap

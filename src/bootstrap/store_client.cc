@@ -30,8 +30,8 @@ std::string StoreClient::request(uint32_t op, const std::string& key, const std:
     net::recv_all(fd_.get(), &r, sizeof(r), deadline, what);
   } catch (const Error& e) {
     if (e.code() == Code::kTimeout && !waiting_for.empty())
-      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(),
-           " ms (COLL_TIMEOUT_MS) waiting for ", waiting_for, " (store key '", key, "')");
+      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) waiting for ", waiting_for,
+           " (store key '", key, "')");
     throw;
   }
   if (r.status != 0 || r.value_len > kMaxValueBytes)
@@ -45,8 +45,7 @@ void StoreClient::set(const std::string& key, const std::string& value, const De
   request(static_cast<uint32_t>(StoreOp::kSet), key, value, deadline, "");
 }
 
-std::string StoreClient::get(const std::string& key, const Deadline& deadline,
-                             const std::string& waiting_for) {
+std::string StoreClient::get(const std::string& key, const Deadline& deadline, const std::string& waiting_for) {
   return request(static_cast<uint32_t>(StoreOp::kGet), key, "", deadline, waiting_for);
 }
 
@@ -62,8 +61,8 @@ int64_t StoreClient::add(const std::string& key, int64_t delta, const Deadline& 
 void StoreClient::bye(int nranks) noexcept {
   try {
     int32_t n = nranks;
-    request(static_cast<uint32_t>(StoreOp::kBye), "bye",
-            std::string(reinterpret_cast<const char*>(&n), sizeof(n)), Deadline::after_ms(1000), "");
+    request(static_cast<uint32_t>(StoreOp::kBye), "bye", std::string(reinterpret_cast<const char*>(&n), sizeof(n)),
+            Deadline::after_ms(1000), "");
   } catch (...) {
   }
 }

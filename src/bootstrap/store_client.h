@@ -28,8 +28,8 @@ class StoreClient {
   const std::string& address() const { return address_; }
 
  private:
-  std::string request(uint32_t op, const std::string& key, const std::string& value,
-                      const Deadline& deadline, const std::string& waiting_for);
+  std::string request(uint32_t op, const std::string& key, const std::string& value, const Deadline& deadline,
+                      const std::string& waiting_for);
 
   std::string address_;
   net::Fd fd_;

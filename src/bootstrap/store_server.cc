@@ -22,8 +22,7 @@ std::string validate_request(const StoreRequestHeader& h) {
     return str_cat("unknown op ", h.op);
   if (h.key_len == 0 || h.key_len > kMaxKeyBytes) return str_cat("key length ", h.key_len, " out of range");
   if (h.value_len > kMaxValueBytes) return str_cat("value length ", h.value_len, " over the limit");
-  if (h.op == static_cast<uint32_t>(StoreOp::kAdd) && h.value_len != sizeof(int64_t))
-    return "ADD value is not 8 bytes";
+  if (h.op == static_cast<uint32_t>(StoreOp::kAdd) && h.value_len != sizeof(int64_t)) return "ADD value is not 8 bytes";
   if (h.op == static_cast<uint32_t>(StoreOp::kGet) && h.value_len != 0) return "GET carries a value";
   return {};
 }
@@ -108,9 +107,12 @@ void StoreServer::run() {
   auto flush = [&](Conn& c) -> bool {
     while (!c.out.empty()) {
       ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
-      if (n > 0) c.out.erase(0, static_cast<size_t>(n));
-      else if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-      else return false;
+      if (n > 0)
+        c.out.erase(0, static_cast<size_t>(n));
+      else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        break;
+      else
+        return false;
     }
     want_write(c);
     return true;
@@ -160,8 +162,10 @@ void StoreServer::run() {
           serve_waiters(key);
           break;
         case StoreOp::kGet:
-          if (data.count(key)) c.out += reply(0, data[key]);
-          else c.waiting_key = key;
+          if (data.count(key))
+            c.out += reply(0, data[key]);
+          else
+            c.waiting_key = key;
           break;
         case StoreOp::kAdd: {
           int64_t delta, sum = 0;
@@ -195,8 +199,7 @@ void StoreServer::run() {
         for (;;) {
           sockaddr_storage ss{};
           socklen_t len = sizeof(ss);
-          int cfd = accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len,
-                            SOCK_NONBLOCK | SOCK_CLOEXEC);
+          int cfd = accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
           if (cfd < 0) break;
           auto c = std::make_unique<Conn>();
           c->fd = net::Fd(cfd);
@@ -221,7 +224,10 @@ void StoreServer::run() {
       if (it == conns.end()) continue;
       Conn& c = *it->second;
       if (events[i].events & EPOLLOUT) {
-        if (!flush(c)) { close_conn(fd, ""); continue; }
+        if (!flush(c)) {
+          close_conn(fd, "");
+          continue;
+        }
       }
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
         char buf[65536];
@@ -239,7 +245,10 @@ void StoreServer::run() {
           }
         }
         std::string why;
-        if (!process(c, &why)) { close_conn(fd, why); continue; }
+        if (!process(c, &why)) {
+          close_conn(fd, why);
+          continue;
+        }
         if (closed) {
           // A rank that leaves mid-handshake is a stranger or a port scan: say so once.
           close_conn(fd, c.authenticated ? "" : "closed before authenticating");

@@ -28,8 +28,7 @@ coll_unique_id_t UniqueId::encode() const {
 
 UniqueId UniqueId::decode(const coll_unique_id_t& raw) {
   if (std::memcmp(raw.internal, kMagic, sizeof(kMagic)) != 0)
-    fail(Code::kInvalidArgument,
-         "id: not a coll unique id (was it filled by coll_get_unique_id on rank 0?)");
+    fail(Code::kInvalidArgument, "id: not a coll unique id (was it filled by coll_get_unique_id on rank 0?)");
   UniqueId id;
   std::memcpy(id.secret.data(), raw.internal + sizeof(kMagic), id.secret.size());
   size_t len = static_cast<unsigned char>(raw.internal[sizeof(kMagic) + 16]);

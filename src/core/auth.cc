@@ -27,16 +27,14 @@ std::array<uint8_t, N> random_bytes() {
   return out;
 }
 
-Mac hmac(const Secret& secret, const char* role, const std::string& purpose, uint32_t identity,
-         const Nonce& nonce) {
+Mac hmac(const Secret& secret, const char* role, const std::string& purpose, uint32_t identity, const Nonce& nonce) {
   std::string message = std::string(role) + "\n" + purpose + "\n";
   message.append(reinterpret_cast<const char*>(&identity), sizeof(identity));
   message.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
   Mac out{};
   unsigned int len = 0;
   if (HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-           reinterpret_cast<const unsigned char*>(message.data()), message.size(), out.data(),
-           &len) == nullptr ||
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), out.data(), &len) == nullptr ||
       len != out.size())
     fail(Code::kInternal, "HMAC-SHA256 failed");
   return out;
@@ -62,8 +60,10 @@ Secret secret_from_hex(const std::string& hex, const char* what) {
   Secret out{};
   for (size_t i = 0; i < 32; ++i) {
     char c = hex[i];
-    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-          : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+    int v = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                     : -1;
     if (v < 0) fail(Code::kInvalidArgument, what, " has a non-hex character '", c, "'");
     out[i / 2] = static_cast<uint8_t>(out[i / 2] | (v << (i % 2 == 0 ? 4 : 0)));
   }
@@ -96,8 +96,7 @@ void client_handshake(int fd, const Secret& secret, const std::string& purpose, 
                       const Deadline& deadline, const std::string& what) {
   ServerHello server{};
   net::recv_all(fd, &server, sizeof(server), deadline, what);
-  if (server.magic != kHelloMagic)
-    fail(Code::kRemote, what, " is not a coll endpoint (bad greeting)");
+  if (server.magic != kHelloMagic) fail(Code::kRemote, what, " is not a coll endpoint (bad greeting)");
   ClientHello hello{kHelloMagic, identity, random_nonce(), {}};
   hello.mac = hmac(secret, "client", purpose, identity, server.nonce);
   net::send_all(fd, &hello, sizeof(hello), deadline, what);
@@ -106,7 +105,8 @@ void client_handshake(int fd, const Secret& secret, const std::string& purpose, 
     net::recv_all(fd, &proof, sizeof(proof), deadline, what);
   } catch (const Error& e) {
     if (e.code() != Code::kRemote) throw;
-    fail(Code::kRemote, what, " refused our proof of the job secret (the ranks were given "
+    fail(Code::kRemote, what,
+         " refused our proof of the job secret (the ranks were given "
          "different unique ids or COLL_JOB_SECRET values)");
   }
   Mac expected = hmac(secret, "server", purpose, identity, hello.nonce);

@@ -162,7 +162,8 @@ coll_result_t coll_allreduce(const void* sendbuf, void* recvbuf, size_t count, c
     coll::Communicator& c = usable(comm);
     int r = c.rank();
     if (!coll::reduce::valid_datatype(datatype))
-      fail(Code::kInvalidArgument, "allreduce on rank ", r, ": datatype ", static_cast<int>(datatype), " is not a coll_datatype_t");
+      fail(Code::kInvalidArgument, "allreduce on rank ", r, ": datatype ", static_cast<int>(datatype),
+           " is not a coll_datatype_t");
     if (!coll::reduce::valid_redop(op))
       fail(Code::kInvalidArgument, "allreduce on rank ", r, ": op ", static_cast<int>(op), " is not a coll_redop_t");
     if (stream != nullptr)
@@ -171,8 +172,10 @@ coll_result_t coll_allreduce(const void* sendbuf, void* recvbuf, size_t count, c
     if (count > SIZE_MAX / elem)
       fail(Code::kInvalidArgument, "allreduce on rank ", r, ": count ", count, " x ", elem, " bytes overflows size_t");
     size_t bytes = count * elem;
-    if (count > 0 && sendbuf == nullptr) fail(Code::kInvalidArgument, "allreduce on rank ", r, ": sendbuf is null with count ", count);
-    if (count > 0 && recvbuf == nullptr) fail(Code::kInvalidArgument, "allreduce on rank ", r, ": recvbuf is null with count ", count);
+    if (count > 0 && sendbuf == nullptr)
+      fail(Code::kInvalidArgument, "allreduce on rank ", r, ": sendbuf is null with count ", count);
+    if (count > 0 && recvbuf == nullptr)
+      fail(Code::kInvalidArgument, "allreduce on rank ", r, ": recvbuf is null with count ", count);
     auto s = reinterpret_cast<uintptr_t>(sendbuf), d = reinterpret_cast<uintptr_t>(recvbuf);
     if (count > 0 && s != d && s < d + bytes && d < s + bytes)
       fail(Code::kInvalidArgument, "allreduce on rank ", r,
@@ -183,14 +186,22 @@ coll_result_t coll_allreduce(const void* sendbuf, void* recvbuf, size_t count, c
 
 const char* coll_get_error_string(coll_result_t result) {
   switch (result) {
-    case COLL_SUCCESS: return "COLL_SUCCESS: no error";
-    case COLL_INVALID_ARGUMENT: return "COLL_INVALID_ARGUMENT: an argument is invalid";
-    case COLL_INVALID_USAGE: return "COLL_INVALID_USAGE: the call is not allowed here";
-    case COLL_SYSTEM_ERROR: return "COLL_SYSTEM_ERROR: a system call failed";
-    case COLL_REMOTE_ERROR: return "COLL_REMOTE_ERROR: a peer failed or went away";
-    case COLL_TIMEOUT: return "COLL_TIMEOUT: timed out waiting for a peer";
-    case COLL_INTERNAL_ERROR: return "COLL_INTERNAL_ERROR: internal error in coll";
-    case COLL_IN_PROGRESS: return "COLL_IN_PROGRESS: the operation is still running";
+    case COLL_SUCCESS:
+      return "COLL_SUCCESS: no error";
+    case COLL_INVALID_ARGUMENT:
+      return "COLL_INVALID_ARGUMENT: an argument is invalid";
+    case COLL_INVALID_USAGE:
+      return "COLL_INVALID_USAGE: the call is not allowed here";
+    case COLL_SYSTEM_ERROR:
+      return "COLL_SYSTEM_ERROR: a system call failed";
+    case COLL_REMOTE_ERROR:
+      return "COLL_REMOTE_ERROR: a peer failed or went away";
+    case COLL_TIMEOUT:
+      return "COLL_TIMEOUT: timed out waiting for a peer";
+    case COLL_INTERNAL_ERROR:
+      return "COLL_INTERNAL_ERROR: internal error in coll";
+    case COLL_IN_PROGRESS:
+      return "COLL_IN_PROGRESS: the operation is still running";
   }
   return "unknown coll_result_t";
 }

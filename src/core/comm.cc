@@ -10,8 +10,7 @@
 
 namespace coll {
 
-Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank)
-    : rank_(rank), nranks_(nranks) {
+Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank) : rank_(rank), nranks_(nranks) {
   log::set_rank(rank);
   config::report_once();
   timeout_ms_ = config::get_int("COLL_TIMEOUT_MS");
@@ -53,8 +52,7 @@ Communicator::~Communicator() {
 
 Deadline Communicator::operation_deadline() const { return Deadline::after_ms(timeout_ms_); }
 
-void Communicator::allreduce(const void* send, void* recv, size_t count, coll_datatype_t dtype,
-                             coll_redop_t op) {
+void Communicator::allreduce(const void* send, void* recv, size_t count, coll_datatype_t dtype, coll_redop_t op) {
   algo::AllreduceShape shape;
   shape.rank = rank_;
   shape.nranks = nranks_;

@@ -14,10 +14,8 @@ namespace coll::config {
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> table = {
       {"COLL_DEBUG", "string", "WARN", "", "log level: NONE, WARN, INFO, TRACE"},
-      {"COLL_DEBUG_SUBSYS", "string", "ALL", "",
-       "subsystems to log: INIT,BOOT,NET,COLL,LAUNCH; a leading ^ excludes"},
-      {"COLL_TIMEOUT_MS", "int", "600000", "ms",
-       "longest wait for a peer in any blocking call before COLL_TIMEOUT"},
+      {"COLL_DEBUG_SUBSYS", "string", "ALL", "", "subsystems to log: INIT,BOOT,NET,COLL,LAUNCH; a leading ^ excludes"},
+      {"COLL_TIMEOUT_MS", "int", "600000", "ms", "longest wait for a peer in any blocking call before COLL_TIMEOUT"},
       {"COLL_SOCKET_IFNAME", "string", "", "",
        "network interfaces to use, by prefix (eth,ib); ^ excludes (^docker,lo); =name is exact"},
       {"COLL_ALGO", "string", "", "", "algorithm override: 'ring' or 'allreduce:ring'"},
@@ -30,8 +28,7 @@ const std::vector<Setting>& settings() {
       {"COLL_LOCAL_RANK", "int", "", "", "set by collrun: rank among the ranks on this node"},
       {"COLL_LOCAL_SIZE", "int", "", "", "set by collrun: number of ranks on this node"},
       {"COLL_ROOT_ADDR", "string", "", "", "set by collrun: host:port of rank 0's bootstrap store"},
-      {"COLL_JOB_SECRET", "string", "", "",
-       "32 hex digits shared by all ranks; every connection proves it knows them"},
+      {"COLL_JOB_SECRET", "string", "", "", "32 hex digits shared by all ranks; every connection proves it knows them"},
   };
   return table;
 }
@@ -64,15 +61,16 @@ int64_t get_int(const char* name) {
   char* end = nullptr;
   errno = 0;
   long long value = std::strtoll(text.c_str(), &end, 10);
-  if (end == text.c_str() || errno != 0)
-    fail(Code::kInvalidArgument, name, "='", text, "' is not an integer");
+  if (end == text.c_str() || errno != 0) fail(Code::kInvalidArgument, name, "='", text, "' is not an integer");
   std::string suffix(end);
-  if (suffix == "K" || suffix == "k") value <<= 10;
-  else if (suffix == "M" || suffix == "m") value <<= 20;
-  else if (suffix == "G" || suffix == "g") value <<= 30;
+  if (suffix == "K" || suffix == "k")
+    value <<= 10;
+  else if (suffix == "M" || suffix == "m")
+    value <<= 20;
+  else if (suffix == "G" || suffix == "g")
+    value <<= 30;
   else if (!suffix.empty())
-    fail(Code::kInvalidArgument, name, "='", text, "' has an unknown suffix '", suffix,
-         "' (use K, M or G)");
+    fail(Code::kInvalidArgument, name, "='", text, "' has an unknown suffix '", suffix, "' (use K, M or G)");
   return value;
 }
 
@@ -97,8 +95,7 @@ void report_once() {
       const char* v = std::getenv(s.name);
       bool from_env = v != nullptr && *v != '\0';
       if (std::strcmp(s.name, "COLL_JOB_SECRET") == 0 && from_env) v = "(hidden)";
-      log::info(log::kInit, s.name, "=", from_env ? v : s.default_value,
-                from_env ? " (env)" : " (default)");
+      log::info(log::kInit, s.name, "=", from_env ? v : s.default_value, from_env ? " (env)" : " (default)");
     }
   });
 }

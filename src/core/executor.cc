@@ -57,9 +57,15 @@ void Executor::run(const algo::Schedule& schedule, const ExecArgs& args, transpo
   std::vector<uint32_t> local;  // copy / divide steps ready to run
   for (uint32_t i = 0; i < n; ++i) {
     switch (steps[i].kind) {
-      case OpKind::kSend: sends[steps[i].peer].steps.push_back(i); break;
-      case OpKind::kRecv: case OpKind::kRecvReduce: recvs[steps[i].peer].steps.push_back(i); break;
-      default: break;
+      case OpKind::kSend:
+        sends[steps[i].peer].steps.push_back(i);
+        break;
+      case OpKind::kRecv:
+      case OpKind::kRecvReduce:
+        recvs[steps[i].peer].steps.push_back(i);
+        break;
+      default:
+        break;
     }
   }
 
@@ -81,13 +87,11 @@ void Executor::run(const algo::Schedule& schedule, const ExecArgs& args, transpo
   auto finish = [&](uint32_t i) {
     ++completed;
     for (uint32_t d : dependents[i])
-      if (--waiting[d] == 0 && (steps[d].kind == OpKind::kCopy || steps[d].kind == OpKind::kDivide))
-        local.push_back(d);
+      if (--waiting[d] == 0 && (steps[d].kind == OpKind::kCopy || steps[d].kind == OpKind::kDivide)) local.push_back(d);
   };
 
   for (uint32_t i = 0; i < n; ++i)
-    if (waiting[i] == 0 && (steps[i].kind == OpKind::kCopy || steps[i].kind == OpKind::kDivide))
-      local.push_back(i);
+    if (waiting[i] == 0 && (steps[i].kind == OpKind::kCopy || steps[i].kind == OpKind::kDivide)) local.push_back(i);
 
   // Posts every channel head whose dependencies are done.
   auto post_ready = [&] {
@@ -124,8 +128,10 @@ void Executor::run(const algo::Schedule& schedule, const ExecArgs& args, transpo
       uint32_t i = local.back();
       local.pop_back();
       const Step& s = steps[i];
-      if (s.kind == OpKind::kCopy) std::memmove(address(s.dst), address(s.src), s.bytes);
-      else reduce::divide(args.dtype, address(s.dst), s.bytes / elem, args.nranks);
+      if (s.kind == OpKind::kCopy)
+        std::memmove(address(s.dst), address(s.src), s.bytes);
+      else
+        reduce::divide(args.dtype, address(s.dst), s.bytes / elem, args.nranks);
       finish(i);
     }
     post_ready();
@@ -151,8 +157,8 @@ void Executor::run(const algo::Schedule& schedule, const ExecArgs& args, transpo
         if (!p.empty()) pending += (pending.empty() ? "" : "; ") + p;
       }
       fail(Code::kTimeout, "rank ", args.rank, ": ", args.what, " #", args.seq, " (", schedule.algorithm,
-           ") timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) with ", n - completed, " of ",
-           n, " steps unfinished; pending: ", pending.empty() ? "nothing posted" : pending);
+           ") timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) with ", n - completed, " of ", n,
+           " steps unfinished; pending: ", pending.empty() ? "nothing posted" : pending);
     }
   }
 }

@@ -25,8 +25,8 @@ struct ExecArgs {
   coll_redop_t op = COLL_SUM;
   int nranks = 1;
   int rank = 0;
-  uint64_t seq = 0;         // this collective's sequence number on the communicator
-  const char* what = "";    // "allreduce", for messages
+  uint64_t seq = 0;       // this collective's sequence number on the communicator
+  const char* what = "";  // "allreduce", for messages
 };
 
 class Executor {

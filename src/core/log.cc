@@ -34,8 +34,7 @@ Level parse_level(const char* text) {
   if (v == "WARN") return Level::kWarn;
   if (v == "INFO") return Level::kInfo;
   if (v == "TRACE") return Level::kTrace;
-  std::fprintf(stderr, "coll: COLL_DEBUG=%s is not one of NONE, WARN, INFO, TRACE; using WARN\n",
-               text);
+  std::fprintf(stderr, "coll: COLL_DEBUG=%s is not one of NONE, WARN, INFO, TRACE; using WARN\n", text);
   return Level::kWarn;
 }
 
@@ -72,10 +71,14 @@ State& state() {
 
 const char* level_name(Level level) {
   switch (level) {
-    case Level::kWarn: return "WARN";
-    case Level::kInfo: return "INFO";
-    case Level::kTrace: return "TRACE";
-    default: return "";
+    case Level::kWarn:
+      return "WARN";
+    case Level::kInfo:
+      return "INFO";
+    case Level::kTrace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
@@ -95,9 +98,8 @@ bool enabled(Level level, Subsys subsys) {
 void write(Level level, Subsys subsys, const std::string& message) {
   State& s = state();
   char line[4096];
-  int n = std::snprintf(line, sizeof(line), "%s:%d:%d coll %s/%s %s\n", s.host,
-                        static_cast<int>(getpid()), s.rank.load(), level_name(level),
-                        subsys_name(subsys), message.c_str());
+  int n = std::snprintf(line, sizeof(line), "%s:%d:%d coll %s/%s %s\n", s.host, static_cast<int>(getpid()),
+                        s.rank.load(), level_name(level), subsys_name(subsys), message.c_str());
   if (n < 0) return;
   size_t len = static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n) : sizeof(line) - 1;
   if (line[len - 1] != '\n') line[len - 1] = '\n';

@@ -13,11 +13,11 @@ namespace coll::log {
 enum class Level { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
 enum Subsys : unsigned {
-  kInit = 1u << 0,   // communicator life cycle, settings
-  kBoot = 1u << 1,   // bootstrap store, rendezvous
-  kNet = 1u << 2,    // transports
-  kColl = 1u << 3,   // collectives and their schedules
-  kLaunch = 1u << 4, // collrun and environment discovery
+  kInit = 1u << 0,    // communicator life cycle, settings
+  kBoot = 1u << 1,    // bootstrap store, rendezvous
+  kNet = 1u << 2,     // transports
+  kColl = 1u << 3,    // collectives and their schedules
+  kLaunch = 1u << 4,  // collrun and environment discovery
   kAll = ~0u,
 };
 

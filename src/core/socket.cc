@@ -39,8 +39,7 @@ void SockAddr::set_port(int port) {
 }
 
 bool SockAddr::is_loopback() const {
-  if (family() == AF_INET)
-    return (ntohl(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr) >> 24) == 127;
+  if (family() == AF_INET) return (ntohl(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr) >> 24) == 127;
   return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr);
 }
 
@@ -50,8 +49,7 @@ std::string SockAddr::to_string() const {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, host, sizeof(host));
     return str_cat(host, ":", port());
   }
-  inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, host,
-            sizeof(host));
+  inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, host, sizeof(host));
   return str_cat("[", host, "]:", port());
 }
 
@@ -65,8 +63,7 @@ SockAddr SockAddr::parse(const std::string& text, const char* what) {
     port = text.substr(close + 2);
   } else {
     auto colon = text.rfind(':');
-    if (colon == std::string::npos)
-      fail(Code::kInvalidArgument, what, "='", text, "' is not host:port");
+    if (colon == std::string::npos) fail(Code::kInvalidArgument, what, "='", text, "' is not host:port");
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
   }
@@ -112,8 +109,7 @@ bool interface_allowed(const std::string& name, const std::string& spec) {
   std::stringstream items(list);
   std::string item;
   bool match = false;
-  while (std::getline(items, item, ','))
-    match = match || (exact ? name == item : name.rfind(item, 0) == 0);
+  while (std::getline(items, item, ',')) match = match || (exact ? name == item : name.rfind(item, 0) == 0);
   return exclude ? !match : match;
 }
 
@@ -130,8 +126,7 @@ SockAddr choose_interface(std::string* ifname) {
     for (ifaddrs* it = list; it != nullptr && chosen.length == 0; it = it->ifa_next) {
       if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != family) continue;
       if ((it->ifa_flags & IFF_UP) == 0) continue;
-      if (family == AF_INET6 &&
-          IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(it->ifa_addr)->sin6_addr))
+      if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(it->ifa_addr)->sin6_addr))
         continue;
       SockAddr a;
       a.length = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
@@ -144,11 +139,9 @@ SockAddr choose_interface(std::string* ifname) {
     }
   }
   freeifaddrs(list);
-  if (chosen.length == 0 && spec.empty() && loopback.length != 0)
-    chosen = loopback, chosen_name = loopback_name;
+  if (chosen.length == 0 && spec.empty() && loopback.length != 0) chosen = loopback, chosen_name = loopback_name;
   if (chosen.length == 0)
-    fail(Code::kInvalidUsage, "no up interface with an address matches COLL_SOCKET_IFNAME='", spec,
-         "'");
+    fail(Code::kInvalidUsage, "no up interface with an address matches COLL_SOCKET_IFNAME='", spec, "'");
   chosen.set_port(0);
   if (ifname != nullptr) *ifname = chosen_name;
   return chosen;
@@ -215,19 +208,18 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
       return fd;
     }
     // The peer may not be listening yet (it starts later than we do): retry.
-    bool retry = err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH ||
-                 err == ENETUNREACH || err == ECONNRESET;
+    bool retry =
+        err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ECONNRESET;
     if (!retry) fail_errno(Code::kSystem, err, str_cat("connecting to ", what), "connect");
     if (deadline.expired())
-      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(),
-           " ms (COLL_TIMEOUT_MS) connecting to ", what, ": ", std::strerror(err));
+      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) connecting to ", what, ": ",
+           std::strerror(err));
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms = std::min(backoff_ms * 2, 100);
   }
 }
 
-void send_all(int fd, const void* data, size_t bytes, const Deadline& deadline,
-              const std::string& what) {
+void send_all(int fd, const void* data, size_t bytes, const Deadline& deadline, const std::string& what) {
   auto* p = static_cast<const char*>(data);
   while (bytes > 0) {
     ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);

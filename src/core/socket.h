@@ -73,8 +73,7 @@ void set_nodelay(int fd);
 
 // Blocking-with-deadline transfers on a non-blocking socket. `what` names the
 // peer for error messages: a closed connection is kRemote, a deadline kTimeout.
-void send_all(int fd, const void* data, size_t bytes, const Deadline& deadline,
-              const std::string& what);
+void send_all(int fd, const void* data, size_t bytes, const Deadline& deadline, const std::string& what);
 void recv_all(int fd, void* data, size_t bytes, const Deadline& deadline, const std::string& what);
 
 }  // namespace coll::net

@@ -10,15 +10,33 @@ namespace coll::reduce {
 namespace {
 
 // Storage types for the two 16-bit floats, so that templates can tell them apart.
-struct Half { uint16_t bits; };
-struct BFloat { uint16_t bits; };
+struct Half {
+  uint16_t bits;
+};
+struct BFloat {
+  uint16_t bits;
+};
 
-template <typename T> float widen(T v);
-template <> float widen(Half v) { return half_to_float(v.bits); }
-template <> float widen(BFloat v) { return bfloat16_to_float(v.bits); }
-template <typename T> T narrow(float f);
-template <> Half narrow(float f) { return Half{float_to_half(f)}; }
-template <> BFloat narrow(float f) { return BFloat{float_to_bfloat16(f)}; }
+template <typename T>
+float widen(T v);
+template <>
+float widen(Half v) {
+  return half_to_float(v.bits);
+}
+template <>
+float widen(BFloat v) {
+  return bfloat16_to_float(v.bits);
+}
+template <typename T>
+T narrow(float f);
+template <>
+Half narrow(float f) {
+  return Half{float_to_half(f)};
+}
+template <>
+BFloat narrow(float f) {
+  return BFloat{float_to_bfloat16(f)};
+}
 
 template <typename T>
 constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat>;
@@ -33,17 +51,27 @@ T combine(coll_redop_t op, T a, T b) {
   } else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     switch (op) {
-      case COLL_SUM: case COLL_AVG: return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case COLL_PROD: return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case COLL_MIN: return b < a ? b : a;
-      default: return a < b ? b : a;
+      case COLL_SUM:
+      case COLL_AVG:
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      case COLL_PROD:
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case COLL_MIN:
+        return b < a ? b : a;
+      default:
+        return a < b ? b : a;
     }
   } else {
     switch (op) {
-      case COLL_SUM: case COLL_AVG: return a + b;
-      case COLL_PROD: return a * b;
-      case COLL_MIN: return b < a ? b : a;
-      default: return a < b ? b : a;
+      case COLL_SUM:
+      case COLL_AVG:
+        return a + b;
+      case COLL_PROD:
+        return a * b;
+      case COLL_MIN:
+        return b < a ? b : a;
+      default:
+        return a < b ? b : a;
     }
   }
 }
@@ -55,7 +83,8 @@ void reduce_typed(coll_redop_t op, T* dst, const T* a, const T* b, size_t n) {
     for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(op, a[i], b[i]);
   } else {
     switch (op) {
-      case COLL_SUM: case COLL_AVG:
+      case COLL_SUM:
+      case COLL_AVG:
         for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_SUM, a[i], b[i]);
         break;
       case COLL_PROD:
@@ -84,17 +113,28 @@ void divide_typed(T* dst, size_t n, int divisor) {
 template <typename Fn>
 void dispatch(coll_datatype_t dtype, Fn&& fn) {
   switch (dtype) {
-    case COLL_INT8: return fn(static_cast<int8_t*>(nullptr));
-    case COLL_UINT8: return fn(static_cast<uint8_t*>(nullptr));
-    case COLL_INT32: return fn(static_cast<int32_t*>(nullptr));
-    case COLL_UINT32: return fn(static_cast<uint32_t*>(nullptr));
-    case COLL_INT64: return fn(static_cast<int64_t*>(nullptr));
-    case COLL_UINT64: return fn(static_cast<uint64_t*>(nullptr));
-    case COLL_FLOAT16: return fn(static_cast<Half*>(nullptr));
-    case COLL_BFLOAT16: return fn(static_cast<BFloat*>(nullptr));
-    case COLL_FLOAT32: return fn(static_cast<float*>(nullptr));
-    case COLL_FLOAT64: return fn(static_cast<double*>(nullptr));
-    default: fail(Code::kInvalidArgument, "datatype: unknown value ", static_cast<int>(dtype));
+    case COLL_INT8:
+      return fn(static_cast<int8_t*>(nullptr));
+    case COLL_UINT8:
+      return fn(static_cast<uint8_t*>(nullptr));
+    case COLL_INT32:
+      return fn(static_cast<int32_t*>(nullptr));
+    case COLL_UINT32:
+      return fn(static_cast<uint32_t*>(nullptr));
+    case COLL_INT64:
+      return fn(static_cast<int64_t*>(nullptr));
+    case COLL_UINT64:
+      return fn(static_cast<uint64_t*>(nullptr));
+    case COLL_FLOAT16:
+      return fn(static_cast<Half*>(nullptr));
+    case COLL_BFLOAT16:
+      return fn(static_cast<BFloat*>(nullptr));
+    case COLL_FLOAT32:
+      return fn(static_cast<float*>(nullptr));
+    case COLL_FLOAT64:
+      return fn(static_cast<double*>(nullptr));
+    default:
+      fail(Code::kInvalidArgument, "datatype: unknown value ", static_cast<int>(dtype));
   }
 }
 

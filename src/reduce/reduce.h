@@ -19,8 +19,7 @@
 namespace coll::reduce {
 
 // dst[i] = a[i] (op) b[i] for i < count. dst may alias a or b exactly.
-void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b,
-            size_t count);
+void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count);
 
 // dst[i] /= divisor, once, at the end of an AVG.
 void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor);

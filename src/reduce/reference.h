@@ -26,8 +26,8 @@
 namespace coll::reference {
 
 inline bool is_signed_type(coll_datatype_t t) {
-  return t == COLL_INT8 || t == COLL_INT32 || t == COLL_INT64 || t == COLL_FLOAT16 ||
-         t == COLL_BFLOAT16 || t == COLL_FLOAT32 || t == COLL_FLOAT64;
+  return t == COLL_INT8 || t == COLL_INT32 || t == COLL_INT64 || t == COLL_FLOAT16 || t == COLL_BFLOAT16 ||
+         t == COLL_FLOAT32 || t == COLL_FLOAT64;
 }
 
 // Rank `rank`'s input at element i, as an integer.
@@ -37,7 +37,8 @@ inline int64_t input_value(coll_datatype_t t, coll_redop_t op, int rank, size_t 
     case COLL_PROD:
       if (is_signed_type(t) && (i + static_cast<size_t>(rank)) % 7 == 3) return -1;
       return k == 0 ? 2 : 1;
-    case COLL_MIN: case COLL_MAX:
+    case COLL_MIN:
+    case COLL_MAX:
       return is_signed_type(t) ? static_cast<int64_t>((i * 3 + static_cast<size_t>(rank) * 5) % 11) - 5
                                : static_cast<int64_t>((i * 3 + static_cast<size_t>(rank) * 5) % 11);
     default:
@@ -48,17 +49,38 @@ inline int64_t input_value(coll_datatype_t t, coll_redop_t op, int rank, size_t 
 // Writes integer v into element i of buf, in type t.
 inline void store(coll_datatype_t t, void* buf, size_t i, int64_t v) {
   switch (t) {
-    case COLL_INT8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case COLL_UINT8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case COLL_INT32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case COLL_UINT32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    case COLL_INT64: static_cast<int64_t*>(buf)[i] = v; break;
-    case COLL_UINT64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
-    case COLL_FLOAT16: static_cast<uint16_t*>(buf)[i] = reduce::float_to_half(static_cast<float>(v)); break;
-    case COLL_BFLOAT16: static_cast<uint16_t*>(buf)[i] = reduce::float_to_bfloat16(static_cast<float>(v)); break;
-    case COLL_FLOAT32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case COLL_FLOAT64: static_cast<double*>(buf)[i] = static_cast<double>(v); break;
-    default: break;
+    case COLL_INT8:
+      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
+      break;
+    case COLL_UINT8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
+      break;
+    case COLL_INT32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case COLL_UINT32:
+      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
+      break;
+    case COLL_INT64:
+      static_cast<int64_t*>(buf)[i] = v;
+      break;
+    case COLL_UINT64:
+      static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
+      break;
+    case COLL_FLOAT16:
+      static_cast<uint16_t*>(buf)[i] = reduce::float_to_half(static_cast<float>(v));
+      break;
+    case COLL_BFLOAT16:
+      static_cast<uint16_t*>(buf)[i] = reduce::float_to_bfloat16(static_cast<float>(v));
+      break;
+    case COLL_FLOAT32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case COLL_FLOAT64:
+      static_cast<double*>(buf)[i] = static_cast<double>(v);
+      break;
+    default:
+      break;
   }
 }
 
@@ -78,8 +100,10 @@ inline void expected_element(coll_datatype_t t, coll_redop_t op, int nranks, siz
       lo = hi = v;
       continue;
     }
-    if (op == COLL_PROD) acc *= static_cast<uint64_t>(v);
-    else acc += static_cast<uint64_t>(v);
+    if (op == COLL_PROD)
+      acc *= static_cast<uint64_t>(v);
+    else
+      acc += static_cast<uint64_t>(v);
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
   }
@@ -90,21 +114,38 @@ inline void expected_element(coll_datatype_t t, coll_redop_t op, int nranks, siz
   }
   // AVG: one division of the exact sum, in the type's own arithmetic.
   switch (t) {
-    case COLL_INT8: *static_cast<int8_t*>(out) = static_cast<int8_t>(static_cast<int8_t>(exact) / nranks); break;
-    case COLL_UINT8: *static_cast<uint8_t*>(out) = static_cast<uint8_t>(static_cast<uint8_t>(exact) / nranks); break;
-    case COLL_INT32: *static_cast<int32_t*>(out) = static_cast<int32_t>(exact) / nranks; break;
-    case COLL_UINT32: *static_cast<uint32_t*>(out) = static_cast<uint32_t>(exact) / static_cast<uint32_t>(nranks); break;
-    case COLL_INT64: *static_cast<int64_t*>(out) = exact / nranks; break;
-    case COLL_UINT64: *static_cast<uint64_t*>(out) = static_cast<uint64_t>(exact) / static_cast<uint64_t>(nranks); break;
+    case COLL_INT8:
+      *static_cast<int8_t*>(out) = static_cast<int8_t>(static_cast<int8_t>(exact) / nranks);
+      break;
+    case COLL_UINT8:
+      *static_cast<uint8_t*>(out) = static_cast<uint8_t>(static_cast<uint8_t>(exact) / nranks);
+      break;
+    case COLL_INT32:
+      *static_cast<int32_t*>(out) = static_cast<int32_t>(exact) / nranks;
+      break;
+    case COLL_UINT32:
+      *static_cast<uint32_t*>(out) = static_cast<uint32_t>(exact) / static_cast<uint32_t>(nranks);
+      break;
+    case COLL_INT64:
+      *static_cast<int64_t*>(out) = exact / nranks;
+      break;
+    case COLL_UINT64:
+      *static_cast<uint64_t*>(out) = static_cast<uint64_t>(exact) / static_cast<uint64_t>(nranks);
+      break;
     case COLL_FLOAT16:
       *static_cast<uint16_t*>(out) = reduce::float_to_half(static_cast<float>(exact) / static_cast<float>(nranks));
       break;
     case COLL_BFLOAT16:
       *static_cast<uint16_t*>(out) = reduce::float_to_bfloat16(static_cast<float>(exact) / static_cast<float>(nranks));
       break;
-    case COLL_FLOAT32: *static_cast<float*>(out) = static_cast<float>(exact) / static_cast<float>(nranks); break;
-    case COLL_FLOAT64: *static_cast<double*>(out) = static_cast<double>(exact) / nranks; break;
-    default: break;
+    case COLL_FLOAT32:
+      *static_cast<float*>(out) = static_cast<float>(exact) / static_cast<float>(nranks);
+      break;
+    case COLL_FLOAT64:
+      *static_cast<double*>(out) = static_cast<double>(exact) / nranks;
+      break;
+    default:
+      break;
   }
 }
 

@@ -2,8 +2,8 @@
 // place and out of place, against exact expected values (reduce/reference.h).
 // Also checks that the input of an out-of-place call is left untouched and
 // that nothing is written past the end of the output.
-#include "reduce/reference.h"
 #include "reduce/reduce.h"
+#include "reduce/reference.h"
 #include "support/multirank.h"
 
 #include <coll/coll.hpp>
@@ -20,7 +20,7 @@ namespace {
 constexpr size_t kGuard = 64;  // bytes after the output that must stay untouched
 constexpr unsigned char kGuardByte = 0xA5;
 
-const coll_datatype_t kAllTypes[] = {COLL_INT8,    COLL_UINT8,    COLL_INT32,   COLL_UINT32,  COLL_INT64,
+const coll_datatype_t kAllTypes[] = {COLL_INT8,   COLL_UINT8,   COLL_INT32,    COLL_UINT32,  COLL_INT64,
                                      COLL_UINT64, COLL_FLOAT16, COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
 const coll_redop_t kAllOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
 
@@ -77,9 +77,12 @@ void full_matrix(int rank, int nranks, const coll_unique_id_t& id, const std::ve
 class AllreduceMatrix : public ::testing::TestWithParam<int> {};
 
 TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
-  run_ranks(GetParam(), [](int rank, int nranks, const coll_unique_id_t& id) {
-    full_matrix(rank, nranks, id, {0, 1, 7, 1023, 1048579});
-  }, RankOptions{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}}});
+  run_ranks(
+      GetParam(),
+      [](int rank, int nranks, const coll_unique_id_t& id) {
+        full_matrix(rank, nranks, id, {0, 1, 7, 1023, 1048579});
+      },
+      RankOptions{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AllreduceMatrix, ::testing::Values(1, 2, 3, 4, 5, 8),
@@ -90,9 +93,12 @@ INSTANTIATE_TEST_SUITE_P(Ranks, AllreduceMatrix, ::testing::Values(1, 2, 3, 4, 5
 class AllreducePipelined : public ::testing::TestWithParam<int> {};
 
 TEST_P(AllreducePipelined, ExactWithManySmallChunks) {
-  run_ranks(GetParam(), [](int rank, int nranks, const coll_unique_id_t& id) {
-    full_matrix(rank, nranks, id, {1023, 65537});
-  }, RankOptions{.limit_s = 300, .env = {{"COLL_CHUNK_BYTES", "256"}, {"COLL_TIMEOUT_MS", "120000"}}});
+  run_ranks(
+      GetParam(),
+      [](int rank, int nranks, const coll_unique_id_t& id) {
+        full_matrix(rank, nranks, id, {1023, 65537});
+      },
+      RankOptions{.limit_s = 300, .env = {{"COLL_CHUNK_BYTES", "256"}, {"COLL_TIMEOUT_MS", "120000"}}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AllreducePipelined, ::testing::Values(2, 3, 5),
@@ -123,17 +129,20 @@ TEST(AllreduceCxx, SpansAndExceptions) {
 // Ranks that disagree on the count get an error on every rank, not a hang
 // or a corrupted result.
 TEST(AllreduceMismatch, DifferentCountsAreAnErrorOnBothRanks) {
-  run_ranks(2, [](int rank, int nranks, const coll_unique_id_t& id) {
-    coll_comm_t comm = init_or_die(rank, nranks, id);
-    ASSERT_NE(comm, nullptr);
-    std::vector<float> data(rank == 0 ? 100 : 200, 1.0f);
-    coll_result_t r = coll_allreduce(data.data(), data.data(), data.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
-    EXPECT_EQ(r, COLL_INVALID_USAGE) << coll_get_last_error(comm);
-    std::string message = coll_get_last_error(comm);
-    EXPECT_NE(message.find("bytes"), std::string::npos) << message;
-    EXPECT_NE(message.find(rank == 0 ? "rank 1" : "rank 0"), std::string::npos) << message;
-    coll_comm_destroy(comm);
-  }, RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
+  run_ranks(
+      2,
+      [](int rank, int nranks, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, nranks, id);
+        ASSERT_NE(comm, nullptr);
+        std::vector<float> data(rank == 0 ? 100 : 200, 1.0f);
+        coll_result_t r = coll_allreduce(data.data(), data.data(), data.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
+        EXPECT_EQ(r, COLL_INVALID_USAGE) << coll_get_last_error(comm);
+        std::string message = coll_get_last_error(comm);
+        EXPECT_NE(message.find("bytes"), std::string::npos) << message;
+        EXPECT_NE(message.find(rank == 0 ? "rank 1" : "rank 0"), std::string::npos) << message;
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
 }
 
 }  // namespace

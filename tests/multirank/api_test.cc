@@ -14,7 +14,8 @@ namespace {
 void expect_error(coll_result_t got, coll_result_t want, coll_comm_t comm, const char* needle) {
   EXPECT_EQ(got, want) << coll_get_error_string(got);
   std::string message = coll_get_last_error(comm);
-  EXPECT_NE(message.find(needle), std::string::npos) << "message '" << message << "' does not mention '" << needle << "'";
+  EXPECT_NE(message.find(needle), std::string::npos)
+      << "message '" << message << "' does not mention '" << needle << "'";
 }
 
 TEST(Api, VersionAndErrorStrings) {
@@ -81,8 +82,7 @@ TEST(Api, AllreduceArgumentsAreChecked) {
                  "overflows");
     expect_error(call(a.data(), a.data() + 1, 8, COLL_FLOAT32, COLL_SUM), COLL_INVALID_ARGUMENT, comm, "overlap");
     int stream = 0;
-    expect_error(call(a.data(), b.data(), 16, COLL_FLOAT32, COLL_SUM, &stream), COLL_INVALID_ARGUMENT, comm,
-                 "stream");
+    expect_error(call(a.data(), b.data(), 16, COLL_FLOAT32, COLL_SUM, &stream), COLL_INVALID_ARGUMENT, comm, "stream");
     // Null buffers are fine with count 0, and the communicator is still usable.
     EXPECT_EQ(call(nullptr, nullptr, 0, COLL_FLOAT32, COLL_SUM), COLL_SUCCESS) << coll_get_last_error(comm);
     EXPECT_EQ(call(a.data(), b.data(), 16, COLL_FLOAT32, COLL_SUM), COLL_SUCCESS) << coll_get_last_error(comm);

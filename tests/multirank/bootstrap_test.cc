@@ -26,66 +26,75 @@ bool allreduce_ok(coll_comm_t comm, int nranks) {
 // Ranks 0 and 1 form a job; "rank 2" is an intruder holding an id with the
 // wrong secret, which must be refused while the job completes.
 TEST(Bootstrap, WrongSecretIsRefusedAndTheJobGoesOn) {
-  run_ranks(3, [](int rank, int, const coll_unique_id_t& id) {
-    if (rank < 2) {
-      coll_comm_t comm = init_or_die(rank, 2, id);
-      ASSERT_NE(comm, nullptr);
-      EXPECT_TRUE(allreduce_ok(comm, 2));
-      coll_comm_destroy(comm);
-      return;
-    }
-    coll_unique_id_t forged = id;
-    forged.internal[8] ^= 0x5a;  // first byte of the secret
-    coll_comm_t comm = nullptr;
-    coll_result_t r = coll_comm_init_rank(&comm, 2, forged, 1);
-    EXPECT_EQ(r, COLL_REMOTE_ERROR);
-    std::string message = coll_get_last_error(nullptr);
-    EXPECT_NE(message.find("secret"), std::string::npos) << message;
-    EXPECT_EQ(comm, nullptr);
-  }, RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
+  run_ranks(
+      3,
+      [](int rank, int, const coll_unique_id_t& id) {
+        if (rank < 2) {
+          coll_comm_t comm = init_or_die(rank, 2, id);
+          ASSERT_NE(comm, nullptr);
+          EXPECT_TRUE(allreduce_ok(comm, 2));
+          coll_comm_destroy(comm);
+          return;
+        }
+        coll_unique_id_t forged = id;
+        forged.internal[8] ^= 0x5a;  // first byte of the secret
+        coll_comm_t comm = nullptr;
+        coll_result_t r = coll_comm_init_rank(&comm, 2, forged, 1);
+        EXPECT_EQ(r, COLL_REMOTE_ERROR);
+        std::string message = coll_get_last_error(nullptr);
+        EXPECT_NE(message.find("secret"), std::string::npos) << message;
+        EXPECT_EQ(comm, nullptr);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
 }
 
 // Strangers on the store port (garbage, silence, a truncated handshake) are
 // dropped; the job completes.
 TEST(Bootstrap, StrangersOnTheStorePortDoNotStallTheJob) {
-  run_ranks(3, [](int rank, int, const coll_unique_id_t& id) {
-    if (rank < 2) {
-      if (rank == 1) usleep(300000);  // let the strangers arrive first
-      coll_comm_t comm = init_or_die(rank, 2, id);
-      ASSERT_NE(comm, nullptr);
-      EXPECT_TRUE(allreduce_ok(comm, 2));
-      coll_comm_destroy(comm);
-      return;
-    }
-    auto addr = net::SockAddr::parse(bootstrap::UniqueId::decode(id).store_address, "store");
-    auto deadline = Deadline::after_ms(5000);
-    net::Fd silent = net::connect_to(addr, deadline, "store");
-    net::Fd garbage = net::connect_to(addr, deadline, "store");
-    std::string junk(4096, 'x');
-    net::send_all(garbage.get(), junk.data(), junk.size(), deadline, "store");
-    net::Fd truncated = net::connect_to(addr, deadline, "store");
-    net::send_all(truncated.get(), "COLL", 4, deadline, "store");
-    truncated.reset();
-    usleep(2000000);  // hold the silent one open while the job runs
-  }, RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
+  run_ranks(
+      3,
+      [](int rank, int, const coll_unique_id_t& id) {
+        if (rank < 2) {
+          if (rank == 1) usleep(300000);  // let the strangers arrive first
+          coll_comm_t comm = init_or_die(rank, 2, id);
+          ASSERT_NE(comm, nullptr);
+          EXPECT_TRUE(allreduce_ok(comm, 2));
+          coll_comm_destroy(comm);
+          return;
+        }
+        auto addr = net::SockAddr::parse(bootstrap::UniqueId::decode(id).store_address, "store");
+        auto deadline = Deadline::after_ms(5000);
+        net::Fd silent = net::connect_to(addr, deadline, "store");
+        net::Fd garbage = net::connect_to(addr, deadline, "store");
+        std::string junk(4096, 'x');
+        net::send_all(garbage.get(), junk.data(), junk.size(), deadline, "store");
+        net::Fd truncated = net::connect_to(addr, deadline, "store");
+        net::send_all(truncated.get(), "COLL", 4, deadline, "store");
+        truncated.reset();
+        usleep(2000000);  // hold the silent one open while the job runs
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
 }
 
 TEST(Bootstrap, ARankThatNeverArrivesIsATimeoutNamingIt) {
   constexpr int kTimeoutMs = 2000;
-  run_ranks(4, [](int rank, int nranks, const coll_unique_id_t& id) {
-    auto start = std::chrono::steady_clock::now();
-    coll_comm_t comm = nullptr;
-    coll_result_t r = coll_comm_init_rank(&comm, nranks, id, rank);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_EQ(r, COLL_TIMEOUT) << coll_get_last_error(nullptr);
-    std::string message = coll_get_last_error(nullptr);
-    EXPECT_NE(message.find("rank 3"), std::string::npos) << message;
-    EXPECT_GE(ms, kTimeoutMs * 0.95);
-    EXPECT_LE(ms, kTimeoutMs + 1000.0) << "the timeout must hold within a second";
-    // Rank 0's process hosts the store: if it exited at once, ranks whose
-    // deadline falls a moment later would see the store close instead.
-    if (rank == 0) usleep(1500000);
-  }, RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", std::to_string(kTimeoutMs)}}, .absent_rank = 3});
+  run_ranks(
+      4,
+      [](int rank, int nranks, const coll_unique_id_t& id) {
+        auto start = std::chrono::steady_clock::now();
+        coll_comm_t comm = nullptr;
+        coll_result_t r = coll_comm_init_rank(&comm, nranks, id, rank);
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_EQ(r, COLL_TIMEOUT) << coll_get_last_error(nullptr);
+        std::string message = coll_get_last_error(nullptr);
+        EXPECT_NE(message.find("rank 3"), std::string::npos) << message;
+        EXPECT_GE(ms, kTimeoutMs * 0.95);
+        EXPECT_LE(ms, kTimeoutMs + 1000.0) << "the timeout must hold within a second";
+        // Rank 0's process hosts the store: if it exited at once, ranks whose
+        // deadline falls a moment later would see the store close instead.
+        if (rank == 0) usleep(1500000);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", std::to_string(kTimeoutMs)}}, .absent_rank = 3});
 }
 
 TEST(Bootstrap, AnUninitialisedIdIsAnInvalidArgument) {

@@ -1,13 +1,13 @@
 // The TCP transport between real processes, below any collective: ordering,
 // zero-length and odd sizes, tag/length mismatch detection, a peer that goes
 // away, and a stranger on the transport port.
+#include "transport/transport.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
 #include "core/error.h"
 #include "core/socket.h"
 #include "support/multirank.h"
 #include "support/tcp_link.h"
-#include "transport/transport.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

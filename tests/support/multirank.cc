@@ -105,7 +105,8 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
     }
     if (left > 0 && !killed && std::chrono::steady_clock::now() > deadline) {
       for (int r = 0; r < nranks; ++r)
-        if (pids[static_cast<size_t>(r)] > 0 && !done[static_cast<size_t>(r)]) kill(pids[static_cast<size_t>(r)], SIGKILL);
+        if (pids[static_cast<size_t>(r)] > 0 && !done[static_cast<size_t>(r)])
+          kill(pids[static_cast<size_t>(r)], SIGKILL);
       killed = true;
     }
     if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));

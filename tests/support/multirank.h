@@ -18,9 +18,9 @@ namespace coll::testing {
 using RankBody = std::function<void(int rank, int nranks, const coll_unique_id_t& id)>;
 
 struct RankOptions {
-  int limit_s = 300;                         // the parent kills ranks still running after this
-  std::map<std::string, std::string> env;    // set in every rank before the body runs
-  int absent_rank = -1;                      // this rank is not started (it "never arrives")
+  int limit_s = 300;                       // the parent kills ranks still running after this
+  std::map<std::string, std::string> env;  // set in every rank before the body runs
+  int absent_rank = -1;                    // this rank is not started (it "never arrives")
 };
 
 // Runs `body` in `nranks` processes; asserts (gtest) each exited cleanly.

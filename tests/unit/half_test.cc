@@ -37,8 +37,10 @@ uint16_t reference_half(float f) {
   uint16_t lo = 0, hi = 0x7bff;
   while (lo < hi) {
     uint16_t mid = static_cast<uint16_t>((lo + hi + 1) / 2);
-    if (half_to_float(mid) <= ax) lo = mid;
-    else hi = static_cast<uint16_t>(mid - 1);
+    if (half_to_float(mid) <= ax)
+      lo = mid;
+    else
+      hi = static_cast<uint16_t>(mid - 1);
   }
   uint16_t below = lo, above = static_cast<uint16_t>(lo + 1);
   double d_below = ax - half_to_float(below), d_above = half_to_float(above) - ax;

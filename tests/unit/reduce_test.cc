@@ -1,7 +1,7 @@
 // Reduction kernels for every dtype and op against scalar references
 // computed independently (wide integers, double, the compiler's _Float16).
-#include "reduce/half.h"
 #include "reduce/reduce.h"
+#include "reduce/half.h"
 
 #include <gtest/gtest.h>
 
@@ -17,10 +17,15 @@ template <typename T>
 T int_reference(coll_redop_t op, T a, T b) {
   using U = std::make_unsigned_t<T>;
   switch (op) {
-    case COLL_SUM: case COLL_AVG: return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)));
-    case COLL_PROD: return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
-    case COLL_MIN: return std::min(a, b);
-    default: return std::max(a, b);
+    case COLL_SUM:
+    case COLL_AVG:
+      return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)));
+    case COLL_PROD:
+      return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
+    case COLL_MIN:
+      return std::min(a, b);
+    default:
+      return std::max(a, b);
   }
 }
 
@@ -36,7 +41,8 @@ void check_integer(coll_datatype_t t) {
   }
   for (coll_redop_t op : {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG}) {
     reduce(t, op, out.data(), a.data(), b.data(), n);
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], int_reference(op, a[i], b[i])) << datatype_name(t) << " " << redop_name(op) << " " << i;
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], int_reference(op, a[i], b[i])) << datatype_name(t) << " " << redop_name(op) << " " << i;
   }
 }
 
@@ -64,8 +70,10 @@ void check_float(coll_datatype_t t) {
     for (size_t i = 0; i < n; ++i) {
       // One correctly rounded operation: computing in double and rounding once is exact here.
       double x = a[i], y = b[i];
-      T want = op == COLL_PROD ? static_cast<T>(x * y) : op == COLL_MIN ? static_cast<T>(std::min(x, y))
-             : op == COLL_MAX ? static_cast<T>(std::max(x, y)) : static_cast<T>(x + y);
+      T want = op == COLL_PROD  ? static_cast<T>(x * y)
+               : op == COLL_MIN ? static_cast<T>(std::min(x, y))
+               : op == COLL_MAX ? static_cast<T>(std::max(x, y))
+                                : static_cast<T>(x + y);
       ASSERT_EQ(out[i], want) << datatype_name(t) << " " << redop_name(op) << " " << i;
     }
   }
@@ -91,7 +99,10 @@ void check_16bit(coll_datatype_t t, float (*widen)(uint16_t), uint16_t (*narrow)
     for (size_t i = 0; i < n; ++i) {
       double x = widen(a[i]), y = widen(b[i]);
       // Products and sums of two 16-bit floats are exact in double, so one rounding suffices.
-      double exact = op == COLL_PROD ? x * y : op == COLL_MIN ? std::min(x, y) : op == COLL_MAX ? std::max(x, y) : x + y;
+      double exact = op == COLL_PROD  ? x * y
+                     : op == COLL_MIN ? std::min(x, y)
+                     : op == COLL_MAX ? std::max(x, y)
+                                      : x + y;
       ASSERT_EQ(out[i], narrow(static_cast<float>(exact))) << datatype_name(t) << " " << redop_name(op) << " " << i;
     }
   }

@@ -146,10 +146,10 @@ void simulate(const Case& c) {
     for (size_t i = 0; i < s.done.size(); ++i)
       ASSERT_TRUE(s.done[i]) << "rank " << r << " step " << i << " never ran (deadlock)\n" << to_string(s.schedule);
     Value want{std::vector<int>(static_cast<size_t>(n), 1), c.average && n > 1 ? 1 : 0, false};
-    for (size_t e = 0; e < c.count; ++e)
-      ASSERT_EQ(s.recv[e], want) << "rank " << r << " element " << e;
+    for (size_t e = 0; e < c.count; ++e) ASSERT_EQ(s.recv[e], want) << "rank " << r << " element " << e;
   }
-  for (auto& [ends, wire] : wires) EXPECT_TRUE(wire.empty()) << "messages left on " << ends.first << "->" << ends.second;
+  for (auto& [ends, wire] : wires)
+    EXPECT_TRUE(wire.empty()) << "messages left on " << ends.first << "->" << ends.second;
 }
 
 // Steps touching overlapping bytes, one writing, must be ordered by deps.
@@ -165,19 +165,29 @@ void check_no_races(const Case& c) {
         for (size_t k = 0; k < m; ++k)
           if (before[d][k]) before[j][k] = true;
       }
-    struct Access { int buffer; size_t lo, hi; bool write; };
+    struct Access {
+      int buffer;
+      size_t lo, hi;
+      bool write;
+    };
     auto accesses = [&](const Step& st) {
       auto buf = [&](BufferId b) { return (b == BufferId::kSend && !c.in_place) ? 0 : 1; };
       std::vector<Access> out;
       switch (st.kind) {
-        case OpKind::kSend: out.push_back({buf(st.src.buffer), st.src.offset, st.src.offset + st.bytes, false}); break;
-        case OpKind::kRecv: out.push_back({buf(st.dst.buffer), st.dst.offset, st.dst.offset + st.bytes, true}); break;
+        case OpKind::kSend:
+          out.push_back({buf(st.src.buffer), st.src.offset, st.src.offset + st.bytes, false});
+          break;
+        case OpKind::kRecv:
+          out.push_back({buf(st.dst.buffer), st.dst.offset, st.dst.offset + st.bytes, true});
+          break;
         case OpKind::kRecvReduce:
         case OpKind::kCopy:
           out.push_back({buf(st.src.buffer), st.src.offset, st.src.offset + st.bytes, false});
           out.push_back({buf(st.dst.buffer), st.dst.offset, st.dst.offset + st.bytes, true});
           break;
-        case OpKind::kDivide: out.push_back({buf(st.dst.buffer), st.dst.offset, st.dst.offset + st.bytes, true}); break;
+        case OpKind::kDivide:
+          out.push_back({buf(st.dst.buffer), st.dst.offset, st.dst.offset + st.bytes, true});
+          break;
       }
       return out;
     };
@@ -187,7 +197,8 @@ void check_no_races(const Case& c) {
           for (const Access& b : accesses(s.steps[j]))
             if (a.buffer == b.buffer && a.lo < b.hi && b.lo < a.hi && (a.write || b.write)) {
               ASSERT_TRUE(before[j][i]) << "rank " << r << ": steps " << i << " and " << j
-                                        << " touch the same bytes unordered\n" << to_string(s);
+                                        << " touch the same bytes unordered\n"
+                                        << to_string(s);
             }
   }
 }

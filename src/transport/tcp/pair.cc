@@ -18,8 +18,8 @@ constexpr size_t kMaxPerSyscall = size_t{1} << 30;
 std::string check_frame(const FrameHeader& got, uint64_t tag, size_t bytes) {
   if (got.magic != kFrameMagic) return str_cat("bad frame magic 0x", std::hex, got.magic);
   if (got.tag != tag || got.bytes != bytes)
-    return str_cat("message of ", got.bytes, " bytes (tag 0x", std::hex, got.tag, std::dec,
-                   ") arrived where ", bytes, " bytes (tag 0x", std::hex, tag, std::dec,
+    return str_cat("message of ", got.bytes, " bytes (tag 0x", std::hex, got.tag, std::dec, ") arrived where ", bytes,
+                   " bytes (tag 0x", std::hex, tag, std::dec,
                    ") were expected: the ranks called different collectives, counts or datatypes");
   return {};
 }
@@ -117,8 +117,7 @@ bool Pair::progress_recvs(std::vector<RequestId>& done) {
         if (op.header_done == sizeof(FrameHeader)) {
           std::string bad = check_frame(op.header, op.tag, op.bytes);
           if (!bad.empty())
-            fail(Code::kInvalidUsage, "rank ", self_, ": from ", name(), ", message #",
-                 received_messages_, ": ", bad);
+            fail(Code::kInvalidUsage, "rank ", self_, ": from ", name(), ", message #", received_messages_, ": ", bad);
         }
       } else {
         op.payload_done += static_cast<size_t>(n);

@@ -67,8 +67,10 @@ void TcpTransport::connect(const std::vector<int>& peers, const std::vector<std:
     if (peer < 0 || peer >= nranks_ || peer == rank_)
       fail(Code::kInternal, "tcp: rank ", rank_, " asked to connect to rank ", peer);
     if (pairs_.count(peer)) continue;
-    if (peer < rank_) connect_to_lower(peer, addresses.at(static_cast<size_t>(peer)), deadline);
-    else higher.push_back(peer);
+    if (peer < rank_)
+      connect_to_lower(peer, addresses.at(static_cast<size_t>(peer)), deadline);
+    else
+      higher.push_back(peer);
   }
   accept_from_higher(higher, deadline);
 }
@@ -115,8 +117,8 @@ void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const Dea
       auth::ClientHello client{};
       net::recv_all(fd.get(), &client, sizeof(client), slice, from.to_string());
       int claimed = static_cast<int>(client.identity);
-      bool ok = claimed > rank_ && claimed < nranks_ &&
-                auth::check_client_hello(client, secret_, purpose_for(rank_), nonce);
+      bool ok =
+          claimed > rank_ && claimed < nranks_ && auth::check_client_hello(client, secret_, purpose_for(rank_), nonce);
       if (!ok) {
         log::warn(log::kNet, "tcp: rank ", rank_, " refused a connection from ", from.to_string(),
                   ": it did not prove it knows the job secret");
@@ -138,7 +140,8 @@ void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const Dea
 Pair& TcpTransport::pair(int peer, const char* doing) {
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": tcp transport was closed (abort)");
   auto it = pairs_.find(peer);
-  if (it == pairs_.end()) fail(Code::kInternal, "tcp: rank ", rank_, " ", doing, " rank ", peer, " without a connection");
+  if (it == pairs_.end())
+    fail(Code::kInternal, "tcp: rank ", rank_, " ", doing, " rank ", peer, " without a connection");
   return *it->second;
 }
 
