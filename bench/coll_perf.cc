@@ -1,14 +1,16 @@
-// coll_perf — allreduce bandwidth and latency, in the manner of nccl-tests.
+// coll_perf — collective bandwidth and latency, in the manner of nccl-tests.
 //
 //   collrun -n 4 coll_perf -b 8 -e 64M -f 4
+//   collrun -n 4 coll_perf -C allgather -b 1K -e 16M
 //   mpirun -np 2 coll_perf -b 1M -e 1M
 //   coll_perf                     (one rank, when no launcher is found)
 //
 // For each size: one checked run (inputs whose exact result is known
 // whatever the reduction order; #wrong counts mismatched elements over all
 // ranks), warm-up, then timed iterations. time is the slowest rank's mean per
-// iteration; algbw = bytes / time; busbw = algbw * 2(n-1)/n, the ring's
-// per-link traffic, comparable across rank counts.
+// iteration; algbw = bytes / time; busbw = algbw * the collective's factor
+// (perf_ops.h), the per-link traffic, comparable across rank counts.
+#include "perf_ops.h"
 #include "reduce/dtype.h"
 #include "reduce/reference.h"
 
@@ -34,19 +36,23 @@ struct Options {
   coll_datatype_t dtype = COLL_FLOAT32;
   coll_redop_t op = COLL_SUM;
   std::string algorithm;
+  std::string collective = "allreduce";
+  int root = 0;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: coll_perf [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]\n"
-               "                 [-c 0|1] [-d dtype] [-o op] [-a algorithm] [-h]\n"
+               "                 [-c 0|1] [-d dtype] [-o op] [-a algorithm] [-C collective] [-r root] [-h]\n"
                "  -b, -e   sizes in bytes, with K, M or G suffix (32M)\n"
                "  -f       multiply the size by this much per step (2)\n"
                "  -n, -w   timed and warm-up iterations per size (20, 5)\n"
                "  -c       check results: 1 (default) or 0\n"
                "  -d       int8 uint8 int32 uint32 int64 uint64 float16|half bfloat16 float32|float float64|double\n"
                "  -o       sum prod min max avg\n"
-               "  -a       algorithm (sets COLL_ALGO): ring\n");
+               "  -a       algorithm for the collective (sets COLL_ALGO=collective:algorithm)\n"
+               "  -C       allreduce broadcast reduce allgather reduce_scatter alltoall (allreduce)\n"
+               "  -r       root of broadcast and reduce (0)\n");
 }
 
 [[noreturn]] void die(const std::string& message) {
@@ -126,12 +132,17 @@ Options parse(int argc, char** argv) {
       o.op = parse_op(v);
     else if (a == "-a")
       o.algorithm = v;
+    else if (a == "-C")
+      o.collective = v;
+    else if (a == "-r")
+      o.root = std::atoi(v);
     else
       die("unknown option " + a);
   }
   if (o.max_bytes < o.min_bytes) die("-e must be at least -b");
   if (o.factor <= 1) die("-f must be greater than 1");
   if (o.iters < 1 || o.warmup < 0) die("-n must be positive and -w not negative");
+  if (perf::find(o.collective) == nullptr) die("unknown collective '" + o.collective + "'");
   return o;
 }
 
@@ -153,26 +164,21 @@ struct Result {
 };
 
 // One column group: a checked run, warm-up, timed iterations.
-Result measure(coll_comm_t comm, const Options& o, int rank, int nranks, size_t count, bool in_place,
-               std::vector<char>& send, std::vector<char>& recv) {
-  void* out = in_place ? send.data() : recv.data();
+Result measure(const perf::Ops& ops, const perf::Case& c, const Options& o) {
   Result res;
   if (o.check) {
-    coll::reference::fill_input(o.dtype, o.op, rank, count, send.data());
-    check(coll_allreduce(send.data(), out, count, o.dtype, o.op, comm, nullptr), comm, "allreduce");
-    uint64_t wrong = coll::reference::count_wrong(o.dtype, o.op, nranks, count, out);
-    check(coll_allreduce(&wrong, &wrong, 1, COLL_UINT64, COLL_SUM, comm, nullptr), comm, "allreduce (#wrong)");
+    ops.fill(c);
+    check(ops.run(c), c.comm, ops.name);
+    uint64_t wrong = ops.wrong(c);
+    check(coll_allreduce(&wrong, &wrong, 1, COLL_UINT64, COLL_SUM, c.comm, nullptr), c.comm, "allreduce (#wrong)");
     res.wrong = wrong;
   }
-  for (int i = 0; i < o.warmup; ++i)
-    check(coll_allreduce(send.data(), out, count, o.dtype, o.op, comm, nullptr), comm, "allreduce");
-  char sync = 0;  // start together: a one-byte allreduce as a barrier
-  check(coll_allreduce(&sync, &sync, 1, COLL_UINT8, COLL_SUM, comm, nullptr), comm, "barrier");
+  for (int i = 0; i < o.warmup; ++i) check(ops.run(c), c.comm, ops.name);
+  check(coll_barrier(c.comm), c.comm, "barrier");  // start together
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iters; ++i)
-    check(coll_allreduce(send.data(), out, count, o.dtype, o.op, comm, nullptr), comm, "allreduce");
+  for (int i = 0; i < o.iters; ++i) check(ops.run(c), c.comm, ops.name);
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / o.iters;
-  check(coll_allreduce(&us, &us, 1, COLL_FLOAT64, COLL_MAX, comm, nullptr), comm, "allreduce (time)");
+  check(coll_allreduce(&us, &us, 1, COLL_FLOAT64, COLL_MAX, c.comm, nullptr), c.comm, "allreduce (time)");
   res.time_us = us;
   return res;
 }
@@ -181,7 +187,8 @@ Result measure(coll_comm_t comm, const Options& o, int rank, int nranks, size_t 
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
-  if (!o.algorithm.empty()) setenv("COLL_ALGO", o.algorithm.c_str(), 1);
+  const perf::Ops& ops = *perf::find(o.collective);
+  if (!o.algorithm.empty()) setenv("COLL_ALGO", (o.collective + ":" + o.algorithm).c_str(), 1);
 
   coll_comm_t comm = nullptr;
   if (launched()) {
@@ -194,12 +201,13 @@ int main(int argc, char** argv) {
   int rank = 0, nranks = 1;
   coll_comm_rank(comm, &rank);
   coll_comm_size(comm, &nranks);
+  if (ops.rooted && (o.root < 0 || o.root >= nranks)) die("-r " + std::to_string(o.root) + " is not a rank");
 
   const size_t es = coll::reduce::datatype_size(o.dtype);
   std::vector<char> send(std::max(o.max_bytes, es)), recv(std::max(o.max_bytes, es));
   if (rank == 0) {
-    std::printf("# coll_perf: allreduce, %d ranks, %s %s, algorithm %s, %d iterations, %d warm-up, check %d\n", nranks,
-                coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op),
+    std::printf("# coll_perf: %s, %d ranks, %s %s, algorithm %s, %d iterations, %d warm-up, check %d\n", ops.name,
+                nranks, coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op),
                 o.algorithm.empty() ? "auto" : o.algorithm.c_str(), o.iters, o.warmup, o.check);
     std::printf("#\n");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %33s  %33s\n", "", "", "", "", "", "out-of-place", "in-place");
@@ -213,17 +221,23 @@ int main(int argc, char** argv) {
   size_t total_wrong = 0;
   double bw_sum = 0;
   int bw_n = 0;
-  const double bus_factor = nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0;
+  const double bus_factor = ops.bus_factor(nranks);
+  const int root = ops.rooted ? o.root : -1;
+  // The n-block collectives need a whole number of elements per rank.
+  const bool blocks = ops.bus_factor == perf::part_factor;
   for (size_t bytes = o.min_bytes; bytes <= o.max_bytes;) {
     size_t count = bytes / es;
+    if (blocks) count -= count % static_cast<size_t>(nranks);
     size_t real_bytes = count * es;
-    Result out = measure(comm, o, rank, nranks, count, false, send, recv);
-    Result in = measure(comm, o, rank, nranks, count, true, send, recv);
+    perf::Case c{comm, rank, nranks, o.dtype, o.op, o.root, count, false, send.data(), recv.data()};
+    Result out = measure(ops, c, o);
+    c.in_place = true;
+    Result in = measure(ops, c, o);
     total_wrong += out.wrong + in.wrong;
     if (rank == 0) {
       auto algbw = [&](double us) { return us > 0 ? real_bytes / us / 1e3 : 0.0; };
       std::printf("  %10zu  %12zu  %8s  %6s  %6d  %9.2f %7.3f %7.3f %6zu  %9.2f %7.3f %7.3f %6zu\n", real_bytes, count,
-                  coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op), -1, out.time_us,
+                  coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op), root, out.time_us,
                   algbw(out.time_us), algbw(out.time_us) * bus_factor, out.wrong, in.time_us, algbw(in.time_us),
                   algbw(in.time_us) * bus_factor, in.wrong);
       std::fflush(stdout);

@@ -142,6 +142,110 @@ COLL_API coll_result_t coll_comm_size(coll_comm_t comm, int* size);
 COLL_API coll_result_t coll_allreduce(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,
                                       coll_redop_t op, coll_comm_t comm, coll_stream_t stream);
 
+/* ---------------------------------------------------------------------------
+ * The collective family. Common rules:
+ * - Counts are in elements of `datatype`; buffers are host memory (stream
+ *   null). A buffer may be null only when its count is 0 or the rank does not
+ *   use it (the recvbuf of coll_reduce on a non-root rank).
+ * - Collective calls must be made by every rank of the communicator in the
+ *   same order with the same count, datatype, op and root; a mismatch in
+ *   size is COLL_INVALID_USAGE on the ranks that see it.
+ * - In place is as in NCCL: allreduce, reduce, alltoall: sendbuf == recvbuf;
+ *   allgather: sendbuf == recvbuf + rank * sendcount elements; reduce_scatter:
+ *   recvbuf == sendbuf + rank * recvcount elements. Any other overlap is
+ *   COLL_INVALID_ARGUMENT.
+ * - The algorithm comes from COLL_ALGO or the cost model (README, "Algorithms").
+ * ------------------------------------------------------------------------- */
+
+/* Copies `count` elements of root's buf into buf on every rank. */
+COLL_API coll_result_t coll_broadcast(void* buf, size_t count, coll_datatype_t datatype, int root, coll_comm_t comm,
+                                      coll_stream_t stream);
+
+/* recvbuf on rank `root` = op over all ranks of sendbuf; recvbuf is not used elsewhere. */
+COLL_API coll_result_t coll_reduce(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,
+                                   coll_redop_t op, int root, coll_comm_t comm, coll_stream_t stream);
+
+/* recvbuf (nranks * sendcount elements) = every rank's sendbuf, in rank order. */
+COLL_API coll_result_t coll_allgather(const void* sendbuf, void* recvbuf, size_t sendcount, coll_datatype_t datatype,
+                                      coll_comm_t comm, coll_stream_t stream);
+
+/* sendbuf holds nranks blocks of recvcount elements; recvbuf on rank r =
+ * op over all ranks of their block r. */
+COLL_API coll_result_t coll_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                           coll_datatype_t datatype, coll_redop_t op, coll_comm_t comm,
+                                           coll_stream_t stream);
+
+/* Block p (count elements) of sendbuf goes to rank p; block p of recvbuf comes from rank p. */
+COLL_API coll_result_t coll_alltoall(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,
+                                     coll_comm_t comm, coll_stream_t stream);
+
+/* Point to point. Messages between two ranks match in the order they are
+ * posted; the receive's count must equal the send's. A lone send or receive
+ * blocks until its peer posts the matching call: put pairs that must cross
+ * inside coll_group_start/coll_group_end. */
+COLL_API coll_result_t coll_send(const void* buf, size_t count, coll_datatype_t datatype, int peer, coll_comm_t comm,
+                                 coll_stream_t stream);
+COLL_API coll_result_t coll_recv(void* buf, size_t count, coll_datatype_t datatype, int peer, coll_comm_t comm,
+                                 coll_stream_t stream);
+
+/* Returns once every rank of the communicator has entered the barrier. */
+COLL_API coll_result_t coll_barrier(coll_comm_t comm);
+
+/* Groups: calls between coll_group_start and coll_group_end (per thread,
+ * nestable) are only recorded; coll_group_end runs them together, per
+ * communicator, so that sends and receives in one group never deadlock
+ * whatever their order (as ncclGroupStart/End). Errors of recorded calls'
+ * arguments are returned at once; errors of their execution by
+ * coll_group_end. Non-blocking calls are not allowed inside a group. */
+COLL_API coll_result_t coll_group_start(void);
+COLL_API coll_result_t coll_group_end(void);
+
+/* Collective over comm: ranks passing the same color form *newcomm, ranked
+ * by key (ties by rank in comm). COLL_SPLIT_NOCOLOR gives *newcomm = NULL.
+ * The new communicator is independent (its own connections): collectives on
+ * it and on comm may be in flight at the same time. Destroy it separately. */
+#define COLL_SPLIT_NOCOLOR (-1)
+COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, coll_comm_t* newcomm);
+
+/* ---------------------------------------------------------------------------
+ * Non-blocking forms: same arguments, plus *request, which the call fills.
+ * The operation runs in the background (a thread per communicator) while the
+ * caller computes; buffers must stay untouched until it completes. Operations
+ * on one communicator complete in the order they were issued, blocking ones
+ * included. Every request must be completed with coll_wait or coll_test.
+ * ------------------------------------------------------------------------- */
+typedef struct coll_request* coll_request_t;
+
+COLL_API coll_result_t coll_allreduce_async(const void* sendbuf, void* recvbuf, size_t count,
+                                            coll_datatype_t datatype, coll_redop_t op, coll_comm_t comm,
+                                            coll_stream_t stream, coll_request_t* request);
+COLL_API coll_result_t coll_broadcast_async(void* buf, size_t count, coll_datatype_t datatype, int root,
+                                            coll_comm_t comm, coll_stream_t stream, coll_request_t* request);
+COLL_API coll_result_t coll_reduce_async(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,
+                                         coll_redop_t op, int root, coll_comm_t comm, coll_stream_t stream,
+                                         coll_request_t* request);
+COLL_API coll_result_t coll_allgather_async(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                            coll_datatype_t datatype, coll_comm_t comm, coll_stream_t stream,
+                                            coll_request_t* request);
+COLL_API coll_result_t coll_reduce_scatter_async(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                                 coll_datatype_t datatype, coll_redop_t op, coll_comm_t comm,
+                                                 coll_stream_t stream, coll_request_t* request);
+COLL_API coll_result_t coll_alltoall_async(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,
+                                           coll_comm_t comm, coll_stream_t stream, coll_request_t* request);
+COLL_API coll_result_t coll_send_async(const void* buf, size_t count, coll_datatype_t datatype, int peer,
+                                       coll_comm_t comm, coll_stream_t stream, coll_request_t* request);
+COLL_API coll_result_t coll_recv_async(void* buf, size_t count, coll_datatype_t datatype, int peer, coll_comm_t comm,
+                                       coll_stream_t stream, coll_request_t* request);
+COLL_API coll_result_t coll_barrier_async(coll_comm_t comm, coll_request_t* request);
+
+/* Blocks until the operation completes; returns its result and releases the
+ * request. On failure coll_get_last_error(comm) has the message. */
+COLL_API coll_result_t coll_wait(coll_request_t request);
+
+/* COLL_IN_PROGRESS while the operation runs (the request stays valid);
+ * otherwise its result, and the request is released. */
+COLL_API coll_result_t coll_test(coll_request_t request);
+
 /* A static string naming the code, e.g. "COLL_TIMEOUT: timed out waiting for a peer".
  * Never null; unknown codes give "unknown coll_result_t". */
 COLL_API const char* coll_get_error_string(coll_result_t result);

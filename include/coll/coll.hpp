@@ -126,6 +126,51 @@ class Communicator {
     allreduce(data.data(), data.data(), data.size(), datatype_of<T>(), op);
   }
 
+  // The rest of the family, raw form (see coll.h for buffer sizes and in place).
+  void broadcast(void* buf, size_t count, coll_datatype_t dtype, int root) {
+    check(coll_broadcast(buf, count, dtype, root, comm_, nullptr), comm_);
+  }
+  void reduce(const void* send, void* recv, size_t count, coll_datatype_t dtype, coll_redop_t op, int root) {
+    check(coll_reduce(send, recv, count, dtype, op, root, comm_, nullptr), comm_);
+  }
+  void allgather(const void* send, void* recv, size_t sendcount, coll_datatype_t dtype) {
+    check(coll_allgather(send, recv, sendcount, dtype, comm_, nullptr), comm_);
+  }
+  void reduce_scatter(const void* send, void* recv, size_t recvcount, coll_datatype_t dtype, coll_redop_t op) {
+    check(coll_reduce_scatter(send, recv, recvcount, dtype, op, comm_, nullptr), comm_);
+  }
+  void alltoall(const void* send, void* recv, size_t count, coll_datatype_t dtype) {
+    check(coll_alltoall(send, recv, count, dtype, comm_, nullptr), comm_);
+  }
+  void send(const void* buf, size_t count, coll_datatype_t dtype, int peer) {
+    check(coll_send(buf, count, dtype, peer, comm_, nullptr), comm_);
+  }
+  void recv(void* buf, size_t count, coll_datatype_t dtype, int peer) {
+    check(coll_recv(buf, count, dtype, peer, comm_, nullptr), comm_);
+  }
+  void barrier() { check(coll_barrier(comm_), comm_); }
+
+  // Span forms, the datatype inferred.
+  template <typename T>
+  void broadcast(std::span<T> data, int root) {
+    broadcast(data.data(), data.size(), datatype_of<T>(), root);
+  }
+  // recv must hold size() * send.size() elements.
+  template <typename T>
+  void allgather(std::span<const T> send, std::span<T> recv) {
+    if (recv.size() != send.size() * static_cast<size_t>(size()))
+      throw Exception(COLL_INVALID_ARGUMENT, "allgather: recv must hold nranks * send.size() elements");
+    allgather(send.data(), recv.data(), send.size(), datatype_of<T>());
+  }
+
+  // A new communicator of the ranks passing the same color (see coll_comm_split);
+  // an empty one (get() == nullptr) for COLL_SPLIT_NOCOLOR.
+  Communicator split(int color, int key) {
+    coll_comm_t out = nullptr;
+    check(coll_comm_split(comm_, color, key, &out), comm_);
+    return Communicator(out);
+  }
+
   // Stops every pending operation; the object still owns (and destroys) the handle.
   void abort() { check(coll_comm_abort(comm_), comm_); }
 

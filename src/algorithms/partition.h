@@ -36,3 +36,62 @@ inline Span chunk_span(const Span& span, size_t chunk, size_t c) {
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo {
+
+// Largest power of two <= n (n >= 1).
+inline int power_of_two_floor(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+// A node's links in a binary tree; -1 where there is none.
+struct TreeLinks {
+  int parent = -1;
+  int children[2] = {-1, -1};
+};
+
+// The in-order binary tree on positions 1..n: a position's height is its
+// number of trailing zero bits, leaves are the odd positions, and the root
+// is the largest power of two <= n. Parent of x at height h: x - 2^h or
+// x + 2^h, whichever has height h+1 (climbing further while it is past n).
+// Children: x -/+ 2^(h-1) (the right one shrinking while it is past n).
+// Returns the links of node v in 0..n-1 (position v+1), as node numbers.
+inline TreeLinks inorder_tree(int n, int v) {
+  TreeLinks t;
+  const int x = v + 1;
+  int h = 0;
+  while (((x >> h) & 1) == 0) ++h;
+  // Parent.
+  int p = x, ph = h;
+  do {
+    int a = p >> (ph + 1);  // p = a * 2^(ph+1) + 2^ph
+    p = (a & 1) ? p - (1 << ph) : p + (1 << ph);
+    ++ph;
+  } while (p > n && ph < 31);
+  if (x != power_of_two_floor(n)) t.parent = p - 1;
+  // Children.
+  if (h > 0) {
+    t.children[0] = x - (1 << (h - 1)) - 1;
+    for (int d = h - 1; d >= 0; --d)
+      if (x + (1 << d) <= n) {
+        t.children[1] = x + (1 << d) - 1;
+        break;
+      }
+  }
+  return t;
+}
+
+// The two trees of the double binary tree (Sanders, Speck & Traeff 2009):
+// tree 0 is the in-order tree; tree 1 is it mirrored (n even) or shifted by
+// one (n odd), so that no node is inner in both trees.
+inline TreeLinks double_tree(int n, int v, int which) {
+  if (which == 0) return inorder_tree(n, v);
+  auto to_tree = [&](int u) { return n % 2 == 0 ? n - 1 - u : wrap(u - 1, n); };
+  auto from_tree = [&](int u) { return u < 0 ? -1 : (n % 2 == 0 ? n - 1 - u : wrap(u + 1, n)); };
+  TreeLinks t = inorder_tree(n, to_tree(v));
+  return TreeLinks{from_tree(t.parent), {from_tree(t.children[0]), from_tree(t.children[1])}};
+}
+
+}  // namespace coll::algo

@@ -24,6 +24,8 @@ const char* op_kind_name(OpKind kind) {
       return "recv-reduce";
     case OpKind::kCopy:
       return "copy";
+    case OpKind::kReduce:
+      return "reduce";
     case OpKind::kDivide:
       return "divide";
   }
@@ -33,7 +35,7 @@ const char* op_kind_name(OpKind kind) {
 namespace {
 std::string region(const Region& r, size_t bytes) {
   std::ostringstream out;
-  out << (r.buffer == BufferId::kSend ? "send" : "recv") << "[" << r.offset << ".." << r.offset + bytes << ")";
+  out << (r.buffer == BufferId::kSend ? "send" : r.buffer == BufferId::kRecv ? "recv" : "scratch") << "[" << r.offset << ".." << r.offset + bytes << ")";
   return out.str();
 }
 }  // namespace
@@ -55,6 +57,7 @@ std::string to_string(const Schedule& schedule) {
         out << " from " << s.peer << " " << region(s.src, s.bytes) << " -> " << region(s.dst, s.bytes);
         break;
       case OpKind::kCopy:
+      case OpKind::kReduce:
         out << " " << region(s.src, s.bytes) << " -> " << region(s.dst, s.bytes);
         break;
       case OpKind::kDivide:

@@ -3,9 +3,11 @@
 // simulated, printed for a class, or checked by a test with no network.
 //
 // Terms:
-//   buffer  kSend is the caller's input, kRecv its output (the same memory
-//           when in place);
-//   region  a byte offset into one of them;
+//   buffer  kSend is the caller's input, kRecv its output, kScratch memory
+//           the executor provides (scratch_bytes); when the caller passes
+//           overlapping input and output (in place), send_offset says where
+//           the input starts relative to the output (bytes, may be negative);
+//   region  a byte offset into one buffer;
 //   step    one operation; it may start once every step in `deps` is done.
 //           Sends to one peer are posted in program order, and so are
 //           receives from one peer: that order is how the two ends match.
@@ -13,12 +15,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace coll::algo {
 
-enum class BufferId : uint8_t { kSend, kRecv };
+enum class BufferId : uint8_t { kSend, kRecv, kScratch };
 
 struct Region {
   BufferId buffer = BufferId::kRecv;
@@ -30,6 +33,7 @@ enum class OpKind : uint8_t {
   kRecv,        // receive `bytes` from `peer` into dst
   kRecvReduce,  // receive `bytes` from `peer`; dst = src (op) received
   kCopy,        // dst = src
+  kReduce,      // dst = dst (op) src, locally
   kDivide,      // dst /= nranks (the single division of AVG)
 };
 
@@ -45,12 +49,13 @@ struct Step {
 struct Schedule {
   std::string algorithm;
   size_t elem_size = 1;
+  size_t scratch_bytes = 0;
+  std::optional<int64_t> send_offset;  // in place: input address minus output address
   std::vector<Step> steps;
 
   // The ranks this schedule talks to, sorted, without duplicates.
   std::vector<int> peers() const;
 };
-
 const char* op_kind_name(OpKind kind);
 
 // One line per step: "3 recv-reduce from 1 send[64..128) -> recv[64..128) after 0,1".

@@ -1,59 +1,200 @@
 #include "algorithms/select.h"
 
+#include "algorithms/algorithms.h"
+#include "algorithms/fold.h"
 #include "core/error.h"
+#include "core/log.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace coll::algo {
 namespace {
 
-const char* const kAllreduceAlgorithms[] = {"ring"};
+// Cost formulas, in seconds: the alpha-beta-gamma costs each algorithm's
+// file derives. S is the bytes the collective moves as nccl-tests counts
+// them (the whole vector; for allgather/reduce_scatter/alltoall the whole
+// n-block buffer).
+double us(double v) { return v * 1e-6; }
+double ns(double v) { return v * 1e-9; }
+double bytes_of(const CollShape& s) {
+  double b = static_cast<double>(s.count * s.elem_size);
+  switch (s.collective) {
+    case Collective::kAllgather: case Collective::kReduceScatter: case Collective::kAlltoall:
+      return b * s.nranks;
+    default: return b;
+  }
+}
+double log2n(int n) { return std::ceil(std::log2(std::max(n, 1))); }
+double fold_extra(const CollShape& s, const LinkModel& m) {
+  Fold f(0, s.nranks);
+  return f.rem == 0 ? 0 : 2 * us(m.alpha_us) + bytes_of(s) * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
+}
 
-bool known_allreduce(const std::string& name) {
-  for (const char* a : kAllreduceAlgorithms)
-    if (name == a) return true;
+double ring_allreduce_cost(const CollShape& s, const LinkModel& m) {
+  double n = s.nranks, S = bytes_of(s);
+  return 2 * (n - 1) * us(m.alpha_us) + (n - 1) / n * S * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
+}
+double ring_rs_cost(const CollShape& s, const LinkModel& m) {
+  double n = s.nranks, S = bytes_of(s);
+  return (n - 1) * us(m.alpha_us) + (n - 1) / n * S * (ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
+}
+double ring_ag_cost(const CollShape& s, const LinkModel& m) {
+  double n = s.nranks, S = bytes_of(s);
+  return (n - 1) * us(m.alpha_us) + (n - 1) / n * S * ns(m.beta_ns_per_byte);
+}
+double ring_bcast_cost(const CollShape& s, const LinkModel& m) {
+  return (s.nranks - 1) * us(m.alpha_us) + bytes_of(s) * ns(m.beta_ns_per_byte);
+}
+double tree_allreduce_cost(const CollShape& s, const LinkModel& m) {
+  double S = bytes_of(s);
+  return 2 * log2n(s.nranks) * us(m.alpha_us) + S * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
+}
+double tree_reduce_cost(const CollShape& s, const LinkModel& m) {
+  return (log2n(s.nranks) + 1) * us(m.alpha_us) + bytes_of(s) * (ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
+}
+double tree_bcast_cost(const CollShape& s, const LinkModel& m) {
+  return (log2n(s.nranks) + 1) * us(m.alpha_us) + bytes_of(s) * ns(m.beta_ns_per_byte);
+}
+double hd_cost(const CollShape& s, const LinkModel& m) {
+  double p = Fold(0, s.nranks).p, S = bytes_of(s);
+  return 2 * std::log2(p) * us(m.alpha_us) + (p - 1) / p * S * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte)) +
+         fold_extra(s, m);
+}
+double rd_cost(const CollShape& s, const LinkModel& m) {
+  double p = Fold(0, s.nranks).p, S = bytes_of(s);
+  return std::log2(p) * (us(m.alpha_us) + S * (ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte))) + fold_extra(s, m);
+}
+double direct_allreduce_cost(const CollShape& s, const LinkModel& m) {
+  double n = s.nranks, S = bytes_of(s);
+  return us(m.alpha_us) + (n - 1) * S * (ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
+}
+double direct_alltoall_cost(const CollShape& s, const LinkModel& m) {
+  double n = s.nranks, S = bytes_of(s);
+  return (n - 1) * us(m.alpha_us) + (n - 1) / n * S * ns(m.beta_ns_per_byte);
+}
+double p2p_cost(const CollShape& s, const LinkModel& m) { return us(m.alpha_us) + bytes_of(s) * ns(m.beta_ns_per_byte); }
+double barrier_cost(const CollShape& s, const LinkModel& m) { return log2n(s.nranks) * us(m.alpha_us); }
+
+Collective parse_collective(const std::string& name, const std::string& setting) {
+  for (int c = 0; c < kNumCollectives; ++c)
+    if (name == collective_name(static_cast<Collective>(c))) return static_cast<Collective>(c);
+  fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': unknown collective '", name,
+       "' (allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall, barrier, send, recv)");
+}
+
+bool has(Collective c, const std::string& name) {
+  for (const Algorithm& a : all_algorithms())
+    if (a.collective == c && name == a.name) return true;
   return false;
 }
 
-// Parses "name" or "coll:name;coll:name" into the allreduce entry.
-std::string parse(const std::string& setting, bool strict) {
-  if (setting.empty()) return "";
-  if (setting.find(':') == std::string::npos) {
-    if (!known_allreduce(setting))
-      fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': unknown algorithm '", setting,
-           "' (allreduce has: ring)");
-    return setting;
+}  // namespace
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::kAllreduce: return "allreduce";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kReduce: return "reduce";
+    case Collective::kAllgather: return "allgather";
+    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kAlltoall: return "alltoall";
+    case Collective::kBarrier: return "barrier";
+    case Collective::kSend: return "send";
+    case Collective::kRecv: return "recv";
   }
-  std::string chosen;
+  return "?";
+}
+
+const std::vector<Algorithm>& all_algorithms() {
+  static const std::vector<Algorithm> table = {
+      {"ring", Collective::kAllreduce, ring_allreduce, ring_allreduce_cost},
+      {"tree", Collective::kAllreduce, tree_allreduce, tree_allreduce_cost},
+      {"halving_doubling", Collective::kAllreduce, halving_doubling_allreduce, hd_cost},
+      {"recursive_doubling", Collective::kAllreduce, recursive_doubling_allreduce, rd_cost},
+      {"direct", Collective::kAllreduce, direct_allreduce, direct_allreduce_cost},
+      {"ring", Collective::kBroadcast, ring_broadcast, ring_bcast_cost},
+      {"tree", Collective::kBroadcast, tree_broadcast, tree_bcast_cost},
+      {"tree", Collective::kReduce, tree_reduce, tree_reduce_cost},
+      {"direct", Collective::kReduce, direct_reduce, direct_allreduce_cost},
+      {"ring", Collective::kAllgather, ring_allgather, ring_ag_cost},
+      {"ring", Collective::kReduceScatter, ring_reduce_scatter, ring_rs_cost},
+      {"direct", Collective::kAlltoall, direct_alltoall, direct_alltoall_cost},
+      {"dissemination", Collective::kBarrier, dissemination_barrier, barrier_cost},
+      {"direct", Collective::kSend, p2p_send, p2p_cost},
+      {"direct", Collective::kRecv, p2p_recv, p2p_cost},
+  };
+  return table;
+}
+
+const Algorithm& find_algorithm(Collective c, const std::string& name) {
+  for (const Algorithm& a : all_algorithms())
+    if (a.collective == c && name == a.name) return a;
+  fail(Code::kInternal, collective_name(c), " has no algorithm '", name, "'");
+}
+
+std::string algorithm_names(Collective c) {
+  std::string out;
+  for (const Algorithm& a : all_algorithms())
+    if (a.collective == c) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+Selector::Selector(const std::string& setting, CostModel model) : setting_(setting), model_(model) {
+  if (setting.empty()) return;
+  if (setting.find(':') == std::string::npos) {
+    bool known = false;
+    for (const Algorithm& a : all_algorithms()) known = known || setting == a.name;
+    if (!known)
+      fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': no collective has an algorithm '", setting,
+           "' (allreduce has: ", algorithm_names(Collective::kAllreduce), ")");
+    all_ = setting;
+    return;
+  }
   std::stringstream items(setting);
   std::string item;
   while (std::getline(items, item, ';')) {
     if (item.empty()) continue;
     auto colon = item.find(':');
-    std::string coll = item.substr(0, colon), name = colon == std::string::npos ? "" : item.substr(colon + 1);
-    if (coll == "allreduce") {
-      if (!known_allreduce(name))
-        fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': allreduce has no algorithm '", name,
-             "' (it has: ring)");
-      chosen = name;
-    } else if (strict) {
-      fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': unknown collective '", coll,
-           "' (this build has: allreduce)");
-    }
+    if (colon == std::string::npos)
+      fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': '", item, "' is not collective:algorithm");
+    Collective c = parse_collective(item.substr(0, colon), setting);
+    std::string name = item.substr(colon + 1);
+    if (!has(c, name))
+      fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': ", collective_name(c), " has no algorithm '", name,
+           "' (it has: ", algorithm_names(c), ")");
+    named_[c] = name;
   }
-  return chosen;
 }
 
-}  // namespace
-
-void check_algorithm_setting(const std::string& setting) { parse(setting, true); }
-
-std::string allreduce_algorithm(const std::string& setting) { return parse(setting, true); }
-
-Schedule build_allreduce(const std::string& setting, const AllreduceShape& shape) {
-  std::string name = allreduce_algorithm(setting);
-  (void)name;  // only "ring" exists: every valid choice and the default build the ring
-  return ring_allreduce(shape);
+const Algorithm& Selector::choose(const CollShape& shape) {
+  std::string wanted = named_.count(shape.collective) ? named_[shape.collective] : all_;
+  // Point-to-point and barrier have one way each; a global name does not apply to them.
+  bool single = shape.collective == Collective::kSend || shape.collective == Collective::kRecv ||
+                shape.collective == Collective::kBarrier;
+  if (single && !named_.count(shape.collective)) wanted.clear();
+  const Algorithm* best = nullptr;
+  double best_cost = 0;
+  for (const Algorithm& a : all_algorithms()) {
+    if (a.collective != shape.collective) continue;
+    if (!wanted.empty()) {
+      if (wanted == a.name) best = &a;
+      continue;
+    }
+    double cost = a.cost(shape, model_.tcp);
+    if (best == nullptr || cost < best_cost) best = &a, best_cost = cost;
+  }
+  if (best == nullptr)
+    fail(Code::kInvalidArgument, "COLL_ALGO='", setting_, "': ", collective_name(shape.collective),
+         " has no algorithm '", wanted, "' (it has: ", algorithm_names(shape.collective), ")");
+  size_t bytes = static_cast<size_t>(bytes_of(shape));
+  int bucket = 0;
+  while ((size_t{1} << bucket) < bytes && bucket < 63) ++bucket;
+  if (log::enabled(log::Level::kInfo, log::kColl) && logged_.insert({shape.collective, bucket}).second)
+    log::info(log::kColl, collective_name(shape.collective), " of ~", bytes, " bytes on ", shape.nranks, " ranks: ",
+              best->name, wanted.empty() ? " (cost model)" : " (COLL_ALGO)", ", predicted ",
+              best->cost(shape, model_.tcp) * 1e6, " us");
+  return *best;
 }
 
 }  // namespace coll::algo

@@ -1,23 +1,54 @@
-// Which algorithm runs a collective. Today allreduce has one (ring); the
-// cost-model selector of later issues plugs in here. COLL_ALGO names an
-// algorithm for all collectives ("ring") or per collective
-// ("allreduce:ring"); asking for one that does not exist is an error naming
-// it, never a silent fallback.
+// Which algorithm runs a collective: the one COLL_ALGO names, or the one
+// the cost model predicts fastest for (collective, size, nranks, transport).
+// COLL_ALGO is one name for every collective ("ring") or a list per
+// collective ("allreduce:ring;broadcast:tree"); a name a collective does not
+// have is an error naming both, never a silent fallback.
 #pragma once
 
-#include "algorithms/ring_allreduce.h"
+#include "algorithms/collective.h"
+#include "algorithms/cost_model.h"
 
+#include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace coll::algo {
 
-// kInvalidArgument when `setting` (COLL_ALGO syntax) names an unknown
-// collective or algorithm.
-void check_algorithm_setting(const std::string& setting);
+struct Algorithm {
+  const char* name;
+  Collective collective;
+  Schedule (*build)(const CollShape&);
+  // Predicted seconds on one link class.
+  double (*cost)(const CollShape&, const LinkModel&);
+};
 
-// The algorithm `setting` asks for allreduce, or "" to let coll choose.
-std::string allreduce_algorithm(const std::string& setting);
+const std::vector<Algorithm>& all_algorithms();
 
-Schedule build_allreduce(const std::string& setting, const AllreduceShape& shape);
+// The algorithm of that name for a collective; kInternal if there is none.
+const Algorithm& find_algorithm(Collective c, const std::string& name);
+
+// "ring, tree" for a collective, for messages.
+std::string algorithm_names(Collective c);
+
+class Selector {
+ public:
+  // Parses COLL_ALGO syntax; kInvalidArgument names an unknown collective or algorithm.
+  Selector(const std::string& setting, CostModel model);
+
+  // The algorithm for this call; kInvalidArgument when COLL_ALGO asks for
+  // one this collective does not have. Logs the choice at INFO once per
+  // (collective, power-of-two size bucket).
+  const Algorithm& choose(const CollShape& shape);
+
+  const CostModel& model() const { return model_; }
+
+ private:
+  std::string setting_;
+  std::string all_;                          // one name for every collective
+  std::map<Collective, std::string> named_;  // per collective
+  CostModel model_;
+  std::set<std::pair<Collective, int>> logged_;
+};
 
 }  // namespace coll::algo

@@ -1,17 +1,18 @@
 #include "core/comm.h"
 
 #include "algorithms/partition.h"
-#include "algorithms/ring_allreduce.h"
-#include "algorithms/select.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "reduce/reduce.h"
 
+#include <algorithm>
+
 namespace coll {
 
-Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank) : rank_(rank), nranks_(nranks) {
-  log::set_rank(rank);
+Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix)
+    : rank_(rank), nranks_(nranks), prefix_(std::move(prefix)), id_(id) {
+  if (prefix_.empty()) log::set_rank(rank);
   config::report_once();
   timeout_ms_ = config::get_int("COLL_TIMEOUT_MS");
   if (timeout_ms_ <= 0) fail(Code::kInvalidArgument, "COLL_TIMEOUT_MS=", timeout_ms_, " must be positive");
@@ -19,8 +20,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank) 
   if (chunk < 64 || chunk > (int64_t{1} << 30))
     fail(Code::kInvalidArgument, "COLL_CHUNK_BYTES=", chunk, " must be between 64 and 1G");
   chunk_bytes_ = static_cast<size_t>(chunk);
-  algo_setting_ = config::get_string("COLL_ALGO");
-  algo::check_algorithm_setting(algo_setting_);
+  selector_ = std::make_unique<algo::Selector>(config::get_string("COLL_ALGO"), algo::CostModel::load());
   std::string transports = config::get_string("COLL_TRANSPORTS");
   if (transports != "tcp")
     fail(Code::kInvalidArgument, "COLL_TRANSPORTS='", transports, "': only 'tcp' is available in this build");
@@ -31,44 +31,119 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank) 
 
   // Publish our address, then read everyone's: a rank that never arrives
   // shows up here as a timeout naming it.
-  store_->set(str_cat("addr/", rank_), transport_->local_address(), deadline);
+  store_->set(str_cat(prefix_, "addr/", rank_), transport_->local_address(), deadline);
   addresses_.resize(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r)
     addresses_[static_cast<size_t>(r)] =
         r == rank_ ? transport_->local_address()
-                   : store_->get(str_cat("addr/", r), deadline, str_cat("rank ", r, " of ", nranks_, " to join"));
+                   : store_->get(str_cat(prefix_, "addr/", r), deadline, str_cat("rank ", r, " of ", nranks_, " to join"));
 
   if (nranks_ > 1) {
     std::vector<int> ring = {algo::ring_peer_before(rank_, nranks_), algo::ring_peer_after(rank_, nranks_)};
     transport_->connect(ring, addresses_, deadline);
   }
-  log::info(log::kInit, "rank ", rank_, " of ", nranks_, " joined (store ", id.store_address, ", transport ",
+  log::info(log::kInit, "rank ", rank_, " of ", nranks_, prefix_.empty() ? "" : " (split ", prefix_,
+            prefix_.empty() ? "" : ")", " joined (store ", id.store_address, ", transport ",
             transport_->capabilities().name, " at ", transport_->local_address(), ")");
 }
 
 Communicator::~Communicator() {
-  if (store_) store_->bye(nranks_);
+  worker_.reset();  // finishes what was issued
+  // Only the job's first communicator says goodbye: the store serves the job.
+  if (store_ && prefix_.empty()) store_->bye(nranks_);
 }
 
-Deadline Communicator::operation_deadline() const { return Deadline::after_ms(timeout_ms_); }
+std::vector<Job> Communicator::compile(const std::vector<OpRequest>& ops) {
+  std::vector<Job> jobs;
+  for (const OpRequest& op : ops) {
+    algo::CollShape shape;
+    shape.collective = op.collective;
+    shape.rank = rank_;
+    shape.nranks = nranks_;
+    shape.count = op.count;
+    shape.elem_size = reduce::datatype_size(op.dtype);
+    shape.root = op.root;
+    shape.average = op.op == COLL_AVG;
+    shape.chunk_bytes = chunk_bytes_;
+    // In place: the input's address relative to the output's (the C API has
+    // checked that overlapping buffers sit exactly where in-place puts them).
+    if (op.send != nullptr && op.recv != nullptr && op.collective != algo::Collective::kSend &&
+        op.collective != algo::Collective::kRecv) {
+      auto s = reinterpret_cast<intptr_t>(op.send), r = reinterpret_cast<intptr_t>(op.recv);
+      bool overlap = op.collective == algo::Collective::kAllgather
+                         ? s == r + static_cast<intptr_t>(rank_ * op.count * shape.elem_size)
+                     : op.collective == algo::Collective::kReduceScatter
+                         ? r == s + static_cast<intptr_t>(rank_ * op.count * shape.elem_size)
+                         : s == r;
+      if (overlap) shape.send_offset = static_cast<int64_t>(s - r);
+    }
+    if (op.collective == algo::Collective::kBroadcast) shape.send_offset = 0;  // one buffer
+    const algo::Algorithm& algorithm = op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm)
+                                                               : selector_->choose(shape);
+    jobs.push_back(Job{algorithm.build(shape), op.send, op.recv, op.dtype, op.op,
+                       algo::collective_name(op.collective)});
+  }
+  return jobs;
+}
 
-void Communicator::allreduce(const void* send, void* recv, size_t count, coll_datatype_t dtype, coll_redop_t op) {
-  algo::AllreduceShape shape;
-  shape.rank = rank_;
-  shape.nranks = nranks_;
-  shape.count = count;
-  shape.elem_size = reduce::datatype_size(dtype);
-  shape.in_place = send == recv;
-  shape.average = op == COLL_AVG;
-  shape.chunk_bytes = chunk_bytes_;
-  algo::Schedule schedule = algo::build_allreduce(algo_setting_, shape);
+void Communicator::execute(std::vector<Job>& jobs) {
+  if (aborted_) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  std::vector<int> peers;
+  for (const Job& j : jobs)
+    for (int p : j.schedule.peers()) peers.push_back(p);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  transport_->connect(peers, addresses_, deadline);
+  ++seq_;
+  log::trace(log::kColl, jobs[0].what, " #", seq_, ": ", jobs.size(), " job(s), ", jobs[0].schedule.algorithm, ", ",
+             jobs[0].schedule.steps.size(), " steps");
+  executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline);
+}
 
-  Deadline deadline = operation_deadline();
-  transport_->connect(schedule.peers(), addresses_, deadline);
-  ExecArgs args{send, recv, dtype, op, nranks_, rank_, ++seq_, "allreduce"};
-  log::trace(log::kColl, "allreduce #", args.seq, ": ", count, " x ", reduce::datatype_name(dtype), " ",
-             reduce::redop_name(op), ", ", schedule.algorithm, ", ", schedule.steps.size(), " steps");
-  executor_.run(schedule, args, *transport_, deadline);
+void Communicator::run(const std::vector<OpRequest>& ops) {
+  if (!worker_) {
+    std::vector<Job> jobs = compile(ops);
+    execute(jobs);
+    return;
+  }
+  auto done = run_async(ops);
+  coll_result_t result = done->wait();
+  if (result != COLL_SUCCESS) throw Error(static_cast<Code>(result), done->message());
+}
+
+std::shared_ptr<Completion> Communicator::run_async(const std::vector<OpRequest>& ops) {
+  auto jobs = std::make_shared<std::vector<Job>>(compile(ops));  // argument errors surface here, at once
+  auto done = std::make_shared<Completion>();
+  if (!worker_) worker_ = std::make_unique<Worker>();
+  worker_->enqueue([this, jobs, done] {
+    try {
+      execute(*jobs);
+      done->finish(COLL_SUCCESS, "");
+    } catch (const Error& e) {
+      done->finish(static_cast<coll_result_t>(e.code()), e.what());
+    } catch (const std::exception& e) {
+      done->finish(COLL_INTERNAL_ERROR, std::string("internal error: ") + e.what());
+    }
+  });
+  return done;
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+  int32_t mine[2] = {color, key};
+  std::vector<int32_t> all(2 * static_cast<size_t>(nranks_));
+  OpRequest gather{algo::Collective::kAllgather, mine, all.data(), 2, COLL_INT32, COLL_SUM, 0, "ring"};
+  run({gather});
+  const int split = splits_++;
+  if (color < 0) return nullptr;
+  std::vector<std::pair<int, int>> members;  // (key, parent rank)
+  for (int r = 0; r < nranks_; ++r)
+    if (all[2 * static_cast<size_t>(r)] == color) members.push_back({all[2 * static_cast<size_t>(r) + 1], r});
+  std::sort(members.begin(), members.end());
+  int new_rank = 0;
+  while (members[static_cast<size_t>(new_rank)].second != rank_) ++new_rank;
+  std::string prefix = str_cat(prefix_, "split", split, ".color", color, "/");
+  return std::make_unique<Communicator>(static_cast<int>(members.size()), id_, new_rank, prefix);
 }
 
 void Communicator::abort() {

@@ -1,53 +1,86 @@
 // The communicator: one rank's membership in a group, its connection to the
-// bootstrap store, its transport and its executor. Created collectively;
-// every operation is collective and numbered (seq) so that messages of
-// different operations cannot be confused.
+// bootstrap store, its transport, its algorithm selector and its executor.
+// Created collectively; every operation is collective over its ranks (or
+// over the pair, for send/recv) and numbered (seq) for messages.
+//
+// Operations run in issue order. Blocking ones run on the caller's thread
+// until the first non-blocking one is issued; from then on a worker thread
+// runs them all, so that they still complete in issue order.
 #pragma once
 
+#include "algorithms/collective.h"
+#include "algorithms/select.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
 #include "core/executor.h"
+#include "core/worker.h"
 #include "transport/transport.h"
 
 #include <coll/coll.h>
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace coll {
 
+// One operation as the C API describes it, before an algorithm is chosen.
+struct OpRequest {
+  algo::Collective collective;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  coll_datatype_t dtype = COLL_UINT8;
+  coll_redop_t op = COLL_SUM;
+  int root = 0;                      // or the peer of send/recv
+  const char* algorithm = nullptr;  // forced (internal use); null: COLL_ALGO or the cost model
+};
+
 class Communicator {
  public:
   // Joins the job: connects to the store, publishes this rank's transport
-  // address, waits for every rank (COLL_TIMEOUT_MS), connects the ring.
-  Communicator(int nranks, const bootstrap::UniqueId& id, int rank);
+  // address under `prefix` (empty for the first communicator of a job),
+  // waits for every rank (COLL_TIMEOUT_MS), connects the ring.
+  Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix = "");
   ~Communicator();
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
 
-  void allreduce(const void* send, void* recv, size_t count, coll_datatype_t dtype, coll_redop_t op);
+  // Compiles requests to jobs (choosing algorithms) and runs them as one batch.
+  void run(const std::vector<OpRequest>& ops);
+  std::shared_ptr<Completion> run_async(const std::vector<OpRequest>& ops);
+
+  // Collective: the ranks that pass the same color form a new communicator,
+  // ordered by key then by rank here; color < 0 gives null.
+  std::unique_ptr<Communicator> split(int color, int key);
 
   // Closes connections so that peers blocked on us fail fast; later calls fail.
   void abort();
   bool aborted() const { return aborted_; }
 
  private:
-  Deadline operation_deadline() const;
+  std::vector<Job> compile(const std::vector<OpRequest>& ops);
+  void execute(std::vector<Job>& jobs);
 
   int rank_;
   int nranks_;
+  std::string prefix_;
+  bootstrap::UniqueId id_;
   int64_t timeout_ms_;
   size_t chunk_bytes_;
-  std::string algo_setting_;  // COLL_ALGO, read once at init
+  std::unique_ptr<algo::Selector> selector_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<transport::Transport> transport_;
   std::vector<std::string> addresses_;
   Executor executor_;
+  ChannelCounters counters_;
   uint64_t seq_ = 0;
+  int splits_ = 0;
   std::atomic<bool> aborted_{false};
+  std::unique_ptr<Worker> worker_;  // started by the first non-blocking operation
 };
 
 }  // namespace coll

@@ -4,9 +4,8 @@
 #include "core/log.h"
 #include "reduce/reduce.h"
 
+#include <algorithm>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <unordered_map>
 
 namespace coll {
@@ -21,57 +20,57 @@ namespace {
 // pipeline full, bounded so memory stays at a few chunks.
 constexpr size_t kMaxStaged = 8;
 
-// Tags carry the collective's sequence number and the message's index on its
-// channel, so that a message from another collective is caught, not reduced.
-uint64_t make_tag(uint64_t seq, uint64_t index) { return (seq << 24) | (index & 0xffffff); }
-
 struct Channel {
-  std::vector<uint32_t> steps;  // program order
+  std::vector<uint32_t> steps;  // global step indices, program order
   size_t next = 0;              // first not yet posted
 };
 
+bool is_local(OpKind k) { return k == OpKind::kCopy || k == OpKind::kReduce || k == OpKind::kDivide; }
+
 }  // namespace
 
-void Executor::run(const algo::Schedule& schedule, const ExecArgs& args, transport::Transport& transport,
-                   const Deadline& deadline) {
-  const auto& steps = schedule.steps;
-  const size_t n = steps.size();
-  if (n == 0) return;
-  const size_t elem = schedule.elem_size;
-
-  auto address = [&](const algo::Region& r) -> std::byte* {
-    const void* base = r.buffer == BufferId::kSend ? args.send : args.recv;
-    return static_cast<std::byte*>(const_cast<void*>(base)) + r.offset;
-  };
-
-  // Dependency counts and reverse edges.
-  std::vector<uint32_t> waiting(n, 0);
-  std::vector<std::vector<uint32_t>> dependents(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    waiting[i] = static_cast<uint32_t>(steps[i].deps.size());
-    for (uint32_t d : steps[i].deps) dependents[d].push_back(i);
-  }
-
-  // One send channel and one receive channel per peer.
-  std::map<int, Channel> sends, recvs;
-  std::vector<uint32_t> local;  // copy / divide steps ready to run
-  for (uint32_t i = 0; i < n; ++i) {
-    switch (steps[i].kind) {
-      case OpKind::kSend:
-        sends[steps[i].peer].steps.push_back(i);
-        break;
-      case OpKind::kRecv:
-      case OpKind::kRecvReduce:
-        recvs[steps[i].peer].steps.push_back(i);
-        break;
-      default:
-        break;
+void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, ChannelCounters& counters,
+                   transport::Transport& transport, const Deadline& deadline) {
+  // Global numbering: job j's step i is base[j] + i.
+  std::vector<uint32_t> base;
+  std::vector<const Step*> steps;
+  std::vector<uint32_t> job_of;
+  for (uint32_t j = 0; j < jobs.size(); ++j) {
+    base.push_back(static_cast<uint32_t>(steps.size()));
+    for (const Step& s : jobs[j].schedule.steps) {
+      steps.push_back(&s);
+      job_of.push_back(j);
     }
   }
+  const size_t n = steps.size();
+  if (n == 0) return;
 
+  if (scratch_.size() < jobs.size()) scratch_.resize(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j)
+    if (scratch_[j].size() < jobs[j].schedule.scratch_bytes) scratch_[j].resize(jobs[j].schedule.scratch_bytes);
+
+  auto address = [&](uint32_t i, const algo::Region& r) -> std::byte* {
+    const Job& job = jobs[job_of[i]];
+    void* b = r.buffer == BufferId::kSend   ? const_cast<void*>(job.send)
+              : r.buffer == BufferId::kRecv ? job.recv
+                                            : static_cast<void*>(scratch_[job_of[i]].data());
+    return static_cast<std::byte*>(b) + r.offset;
+  };
+
+  std::vector<uint32_t> waiting(n, 0);
+  std::vector<std::vector<uint32_t>> dependents(n);
+  std::map<int, Channel> sends, recvs;
+  std::vector<uint32_t> local;  // copy / reduce / divide steps ready to run
   size_t max_staged_bytes = 0;
-  for (const Step& s : steps)
+  for (uint32_t i = 0; i < n; ++i) {
+    const Step& s = *steps[i];
+    waiting[i] = static_cast<uint32_t>(s.deps.size());
+    for (uint32_t d : s.deps) dependents[base[job_of[i]] + d].push_back(i);
+    if (s.kind == OpKind::kSend) sends[s.peer].steps.push_back(i);
+    if (s.kind == OpKind::kRecv || s.kind == OpKind::kRecvReduce) recvs[s.peer].steps.push_back(i);
     if (s.kind == OpKind::kRecvReduce) max_staged_bytes = std::max(max_staged_bytes, s.bytes);
+    if (waiting[i] == 0 && is_local(s.kind)) local.push_back(i);
+  }
   if (staging_.size() < kMaxStaged) staging_.resize(kMaxStaged);
   std::vector<size_t> free_slots;
   for (size_t i = 0; i < kMaxStaged; ++i) {
@@ -82,42 +81,35 @@ void Executor::run(const algo::Schedule& schedule, const ExecArgs& args, transpo
   std::unordered_map<transport::RequestId, uint32_t> in_flight;
   std::vector<size_t> slot_of(n, SIZE_MAX);
   size_t completed = 0;
-  std::vector<uint32_t> finished_now;
 
   auto finish = [&](uint32_t i) {
     ++completed;
     for (uint32_t d : dependents[i])
-      if (--waiting[d] == 0 && (steps[d].kind == OpKind::kCopy || steps[d].kind == OpKind::kDivide)) local.push_back(d);
+      if (--waiting[d] == 0 && is_local(steps[d]->kind)) local.push_back(d);
   };
-
-  for (uint32_t i = 0; i < n; ++i)
-    if (waiting[i] == 0 && (steps[i].kind == OpKind::kCopy || steps[i].kind == OpKind::kDivide)) local.push_back(i);
 
   // Posts every channel head whose dependencies are done.
   auto post_ready = [&] {
     for (auto& [peer, ch] : sends) {
-      uint32_t index;
-      while (ch.next < ch.steps.size() && waiting[index = ch.steps[ch.next]] == 0) {
-        const Step& s = steps[index];
-        in_flight[transport.post_send(peer, address(s.src), s.bytes, make_tag(args.seq, ch.next))] = index;
-        ++ch.next;
+      while (ch.next < ch.steps.size() && waiting[ch.steps[ch.next]] == 0) {
+        uint32_t i = ch.steps[ch.next++];
+        in_flight[transport.post_send(peer, address(i, steps[i]->src), steps[i]->bytes, counters.sent[peer]++)] = i;
       }
     }
     for (auto& [peer, ch] : recvs) {
-      uint32_t index;
-      while (ch.next < ch.steps.size() && waiting[index = ch.steps[ch.next]] == 0) {
-        const Step& s = steps[index];
+      while (ch.next < ch.steps.size() && waiting[ch.steps[ch.next]] == 0) {
+        uint32_t i = ch.steps[ch.next];
         void* into;
-        if (s.kind == OpKind::kRecvReduce) {
+        if (steps[i]->kind == OpKind::kRecvReduce) {
           if (free_slots.empty()) break;
-          slot_of[index] = free_slots.back();
+          slot_of[i] = free_slots.back();
           free_slots.pop_back();
-          into = staging_[slot_of[index]].data();
+          into = staging_[slot_of[i]].data();
         } else {
-          into = address(s.dst);
+          into = address(i, steps[i]->dst);
         }
-        in_flight[transport.post_recv(peer, into, s.bytes, make_tag(args.seq, ch.next))] = index;
         ++ch.next;
+        in_flight[transport.post_recv(peer, into, steps[i]->bytes, counters.received[peer]++)] = i;
       }
     }
   };
@@ -127,11 +119,12 @@ void Executor::run(const algo::Schedule& schedule, const ExecArgs& args, transpo
     while (!local.empty()) {
       uint32_t i = local.back();
       local.pop_back();
-      const Step& s = steps[i];
-      if (s.kind == OpKind::kCopy)
-        std::memmove(address(s.dst), address(s.src), s.bytes);
-      else
-        reduce::divide(args.dtype, address(s.dst), s.bytes / elem, args.nranks);
+      const Step& s = *steps[i];
+      const Job& job = jobs[job_of[i]];
+      const size_t elems = s.bytes / jobs[job_of[i]].schedule.elem_size;
+      if (s.kind == OpKind::kCopy) std::memmove(address(i, s.dst), address(i, s.src), s.bytes);
+      else if (s.kind == OpKind::kReduce) reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.dst), address(i, s.src), elems);
+      else reduce::divide(job.dtype, address(i, s.dst), elems, nranks);
       finish(i);
     }
     post_ready();
@@ -142,21 +135,24 @@ void Executor::run(const algo::Schedule& schedule, const ExecArgs& args, transpo
     for (transport::RequestId id : done) {
       uint32_t i = in_flight.at(id);
       in_flight.erase(id);
-      const Step& s = steps[i];
+      const Step& s = *steps[i];
       if (s.kind == OpKind::kRecvReduce) {
-        reduce::reduce(args.dtype, args.op, address(s.dst), address(s.src), staging_[slot_of[i]].data(),
-                       s.bytes / elem);
+        const Job& job = jobs[job_of[i]];
+        reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src), staging_[slot_of[i]].data(),
+                       s.bytes / job.schedule.elem_size);
         free_slots.push_back(slot_of[i]);
       }
       finish(i);
     }
     if (done.empty() && deadline.expired()) {
       std::string pending;
-      for (int peer : schedule.peers()) {
-        std::string p = transport.pending_with(peer);
-        if (!p.empty()) pending += (pending.empty() ? "" : "; ") + p;
-      }
-      fail(Code::kTimeout, "rank ", args.rank, ": ", args.what, " #", args.seq, " (", schedule.algorithm,
+      for (const auto* channels : {&sends, &recvs})
+        for (const auto& [peer, ch] : *channels) {
+          (void)ch;
+          std::string p = transport.pending_with(peer);
+          if (!p.empty() && pending.find(p) == std::string::npos) pending += (pending.empty() ? "" : "; ") + p;
+        }
+      fail(Code::kTimeout, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].schedule.algorithm,
            ") timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) with ", n - completed, " of ", n,
            " steps unfinished; pending: ", pending.empty() ? "nothing posted" : pending);
     }

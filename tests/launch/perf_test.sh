@@ -25,6 +25,17 @@ for n in 2 4; do
   echo "== $n ranks: every dtype and op exact"
 done
 
+for C in broadcast reduce allgather reduce_scatter alltoall; do
+  for d in int8 bfloat16 double; do
+    out=$("$collrun" -n 3 "$perf" -C $C -b 4 -e 256K -f 16 -n 1 -w 0 -d $d -o max -r 2)
+    check_ok "$out" "-C $C $d"
+    grep -q "coll_perf: $C, 3 ranks" <<<"$out" || fail "-C $C: header names the collective: $out"
+  done
+done
+echo "== -C: every collective exact"
+out=$("$collrun" -n 4 "$perf" -C broadcast -b 1M -e 1M -n 1 -w 0 -r 3)
+grep -Eq "^ +1048576 +262144 +float32 +sum +3 " <<<"$out" || fail "broadcast row shows root 3: $out"
+
 echo "== the table has the nccl-tests columns"
 out=$("$collrun" -n 3 "$perf" -b 1M -e 1M -n 2 -w 1)
 check_ok "$out" "3 ranks 1M"

@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace coll::testing {
@@ -74,35 +75,50 @@ void full_matrix(int rank, int nranks, const coll_unique_id_t& id, const std::ve
   EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
 }
 
-class AllreduceMatrix : public ::testing::TestWithParam<int> {};
+// Every algorithm (set through COLL_ALGO, as a user would) and the cost
+// model's own choice ("auto"). The small-message algorithms move n-1 (direct)
+// or log2(n) (recursive doubling) whole vectors per rank, so their largest
+// count is smaller: the matrix stays inside CI's time.
+using AlgoRanks = std::tuple<std::string, int>;
+class AllreduceMatrix : public ::testing::TestWithParam<AlgoRanks> {};
 
 TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
-  run_ranks(
-      GetParam(),
-      [](int rank, int nranks, const coll_unique_id_t& id) {
-        full_matrix(rank, nranks, id, {0, 1, 7, 1023, 1048579});
-      },
-      RankOptions{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}}});
+  const auto& [algorithm, nranks] = GetParam();
+  RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}}};
+  if (algorithm != "auto") options.env["COLL_ALGO"] = "allreduce:" + algorithm;
+  const bool small_only = algorithm == "direct" || algorithm == "recursive_doubling";
+  const std::vector<size_t> counts = small_only ? std::vector<size_t>{0, 1, 7, 1023, 65537}
+                                                : std::vector<size_t>{0, 1, 7, 1023, 1048579};
+  run_ranks(nranks, [&](int rank, int n, const coll_unique_id_t& id) { full_matrix(rank, n, id, counts); }, options);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, AllreduceMatrix, ::testing::Values(1, 2, 3, 4, 5, 8),
-                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+INSTANTIATE_TEST_SUITE_P(Algorithms, AllreduceMatrix,
+                         ::testing::Combine(::testing::Values("auto", "ring", "tree", "halving_doubling",
+                                                              "recursive_doubling", "direct"),
+                                            ::testing::Values(1, 2, 3, 4, 5, 8)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
 // Small chunks: many chunks per block, so the pipeline (a chunk of step s+1
 // leaving while step s is still arriving) and the staging pool are exercised.
-class AllreducePipelined : public ::testing::TestWithParam<int> {};
+class AllreducePipelined : public ::testing::TestWithParam<AlgoRanks> {};
 
 TEST_P(AllreducePipelined, ExactWithManySmallChunks) {
-  run_ranks(
-      GetParam(),
-      [](int rank, int nranks, const coll_unique_id_t& id) {
-        full_matrix(rank, nranks, id, {1023, 65537});
-      },
-      RankOptions{.limit_s = 300, .env = {{"COLL_CHUNK_BYTES", "256"}, {"COLL_TIMEOUT_MS", "120000"}}});
+  const auto& [algorithm, nranks] = GetParam();
+  run_ranks(nranks, [](int rank, int n, const coll_unique_id_t& id) { full_matrix(rank, n, id, {1023, 65537}); },
+            RankOptions{.limit_s = 300,
+                        .env = {{"COLL_CHUNK_BYTES", "256"},
+                                {"COLL_TIMEOUT_MS", "120000"},
+                                {"COLL_ALGO", "allreduce:" + algorithm}}});
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, AllreducePipelined, ::testing::Values(2, 3, 5),
-                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+INSTANTIATE_TEST_SUITE_P(Algorithms, AllreducePipelined,
+                         ::testing::Combine(::testing::Values("ring", "tree", "halving_doubling"),
+                                            ::testing::Values(3, 5)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
 // The C++ layer: spans, RAII, and exceptions carrying the code.
 TEST(AllreduceCxx, SpansAndExceptions) {
@@ -123,6 +139,18 @@ TEST(AllreduceCxx, SpansAndExceptions) {
       EXPECT_EQ(e.code(), COLL_INVALID_ARGUMENT);
       EXPECT_NE(std::string(e.what()).find("datatype"), std::string::npos) << e.what();
     }
+    // The rest of the family through the C++ layer.
+    std::vector<int32_t> b(4, rank == 2 ? 9 : 0);
+    comm.broadcast(std::span<int32_t>(b), 2);
+    EXPECT_EQ(b, std::vector<int32_t>(4, 9));
+    std::vector<double> mine(2, rank), all(6);
+    comm.allgather(std::span<const double>(mine), std::span<double>(all));
+    EXPECT_EQ(all, (std::vector<double>{0, 0, 1, 1, 2, 2}));
+    comm.barrier();
+    coll::Communicator solo = comm.split(rank, 0);
+    EXPECT_EQ(solo.size(), 1);
+    coll::Communicator none = comm.split(COLL_SPLIT_NOCOLOR, 0);
+    EXPECT_EQ(none.get(), nullptr);
   });
 }
 

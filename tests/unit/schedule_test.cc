@@ -1,13 +1,14 @@
-// The ring allreduce schedule checked without any network: all ranks'
-// programs are run symbolically, with every element carrying how many times
-// each rank's input was folded into it. Checks that
-// - sends and receives match, in order and in size (no deadlock, no leftovers);
-// - every output element holds every rank's input exactly once (and, for
-//   AVG, was divided exactly once) — so every byte is produced exactly once;
-// - no two steps that touch the same bytes (one of them writing) can run
-//   concurrently: dependencies order them.
+// Every algorithm's schedules checked without any network. All ranks'
+// programs run symbolically: each element carries which ranks' inputs were
+// folded into it (and how often), which element of the origin it came from,
+// and how often it was divided. Checked, for every collective x algorithm x
+// rank count x count x chunk size x in place x AVG x root:
+// - sends and receives pair up, in order and in size (no deadlock, nothing left);
+// - every output element holds exactly the right inputs, each exactly once,
+//   from the right position — so every byte is produced exactly once;
+// - no two steps that touch the same bytes (one writing) can run concurrently.
+#include "algorithms/algorithms.h"
 #include "algorithms/partition.h"
-#include "algorithms/ring_allreduce.h"
 #include "algorithms/select.h"
 #include "core/error.h"
 
@@ -20,51 +21,98 @@
 namespace coll::algo {
 namespace {
 
-// One element's symbolic value: contributions per rank, and divisions.
 struct Value {
-  std::vector<int> from;
+  std::vector<int> from;  // contributions per rank
+  int64_t index = -1;     // element index at the origin; -2: mixed up
   int divided = 0;
-  bool garbage = false;  // never written
+  bool garbage = true;    // never written
   bool operator==(const Value&) const = default;
 };
 
-struct Message {
-  std::vector<Value> values;
-  size_t bytes;
-};
-
-struct RankState {
-  Schedule schedule;
-  std::vector<Value> send, recv;  // per element; the same vector when in place
-  std::vector<bool> done;
-  std::map<int, size_t> next_send, next_recv;  // channel positions
-};
+Value combine(Value a, const Value& b) {
+  for (size_t k = 0; k < a.from.size(); ++k) a.from[k] += b.from[k];
+  a.index = a.index == b.index ? a.index : -2;
+  a.divided += b.divided;
+  a.garbage = a.garbage || b.garbage;
+  return a;
+}
 
 struct Case {
-  int nranks;
+  Collective collective;
+  std::string algorithm;
+  int n;
   size_t count;
-  size_t elem_size;
   size_t chunk_bytes;
   bool in_place;
   bool average;
+  int root;
 };
 
 std::string name(const Case& c) {
-  return "n=" + std::to_string(c.nranks) + " count=" + std::to_string(c.count) + " es=" + std::to_string(c.elem_size) +
-         " chunk=" + std::to_string(c.chunk_bytes) + (c.in_place ? " in-place" : "") + (c.average ? " avg" : "");
+  return std::string(collective_name(c.collective)) + "/" + c.algorithm + " n=" + std::to_string(c.n) +
+         " count=" + std::to_string(c.count) + " chunk=" + std::to_string(c.chunk_bytes) +
+         (c.in_place ? " in-place" : "") + (c.average ? " avg" : "") + " root=" + std::to_string(c.root);
 }
 
-std::vector<Value>& buffer(RankState& s, BufferId id, bool in_place) {
-  return (id == BufferId::kSend && !in_place) ? s.send : s.recv;
+constexpr size_t kEs = 4;
+
+size_t send_elems(const Case& c) {
+  switch (c.collective) {
+    case Collective::kBroadcast: return 0;
+    case Collective::kReduceScatter: case Collective::kAlltoall: return c.count * static_cast<size_t>(c.n);
+    default: return c.count;
+  }
+}
+size_t recv_elems(const Case& c) {
+  switch (c.collective) {
+    case Collective::kAllgather: case Collective::kAlltoall: return c.count * static_cast<size_t>(c.n);
+    default: return c.count;
+  }
+}
+std::optional<int64_t> send_offset(const Case& c, int r) {
+  if (c.collective == Collective::kBroadcast) return 0;
+  if (!c.in_place) return std::nullopt;
+  int64_t block = static_cast<int64_t>(c.count * kEs) * r;
+  if (c.collective == Collective::kAllgather) return block;
+  if (c.collective == Collective::kReduceScatter) return -block;
+  return 0;
 }
 
-// Channel order: the k-th send to p pairs with the k-th receive from us on p.
+// One rank's memory: send and recv, possibly one array (in place), and scratch.
+struct RankState {
+  Schedule schedule;
+  std::vector<Value> unified, send_own, scratch;
+  int64_t recv_base = 0, send_base = 0;
+  bool aliased = false;
+  std::vector<bool> done;
+  std::map<int, size_t> next_send, next_recv;
+
+  Value& at(BufferId b, size_t elem) {
+    if (b == BufferId::kScratch) return scratch.at(elem);
+    if (b == BufferId::kSend && !aliased) return send_own.at(elem);
+    return unified.at(static_cast<size_t>((b == BufferId::kSend ? send_base : recv_base) + static_cast<int64_t>(elem)));
+  }
+};
+
+Schedule build(const Case& c, int r) {
+  CollShape shape;
+  shape.collective = c.collective;
+  shape.rank = r;
+  shape.nranks = c.n;
+  shape.count = c.count;
+  shape.elem_size = kEs;
+  shape.root = c.root;
+  shape.average = c.average;
+  shape.send_offset = send_offset(c, r);
+  shape.chunk_bytes = c.chunk_bytes;
+  return find_algorithm(c.collective, c.algorithm).build(shape);
+}
+
 std::vector<uint32_t> channel(const Schedule& s, bool sends, int peer) {
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
-    bool is_send = st.kind == OpKind::kSend;
-    bool is_recv = st.kind == OpKind::kRecv || st.kind == OpKind::kRecvReduce;
+    bool is_send = st.kind == OpKind::kSend, is_recv = st.kind == OpKind::kRecv || st.kind == OpKind::kRecvReduce;
     if (st.peer == peer && ((sends && is_send) || (!sends && is_recv))) out.push_back(i);
   }
   return out;
@@ -72,23 +120,45 @@ std::vector<uint32_t> channel(const Schedule& s, bool sends, int peer) {
 
 void simulate(const Case& c) {
   SCOPED_TRACE(name(c));
-  const int n = c.nranks;
+  const int n = c.n;
+  const Value empty{std::vector<int>(static_cast<size_t>(n), 0), -1, 0, true};
   std::vector<RankState> ranks(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     RankState& s = ranks[static_cast<size_t>(r)];
-    s.schedule = ring_allreduce({r, n, c.count, c.elem_size, c.in_place, c.average, c.chunk_bytes});
+    s.schedule = build(c, r);
     s.done.assign(s.schedule.steps.size(), false);
-    Value mine{std::vector<int>(static_cast<size_t>(n), 0), 0, false};
-    mine.from[static_cast<size_t>(r)] = 1;
-    s.send.assign(c.count, mine);
-    s.recv.assign(c.count, Value{std::vector<int>(static_cast<size_t>(n), 0), 0, true});
-    if (c.in_place) s.recv = s.send;
+    auto off = send_offset(c, r);
+    s.aliased = off.has_value();
+    int64_t so = off ? *off / static_cast<int64_t>(kEs) : 0;
+    s.recv_base = so < 0 ? -so : 0;
+    s.send_base = s.recv_base + so;
+    size_t size = static_cast<size_t>(std::max<int64_t>(s.recv_base + static_cast<int64_t>(recv_elems(c)),
+                                                        s.send_base + static_cast<int64_t>(send_elems(c))));
+    s.unified.assign(size, empty);
+    s.send_own.assign(s.aliased ? 0 : send_elems(c), empty);
+    s.scratch.assign(s.schedule.scratch_bytes / kEs, empty);
+    // Inputs: element j of rank r's input is {from r, index j}.
+    for (size_t j = 0; j < send_elems(c); ++j) {
+      Value v = empty;
+      v.from[static_cast<size_t>(r)] = 1;
+      v.index = static_cast<int64_t>(j);
+      v.garbage = false;
+      s.at(BufferId::kSend, j) = v;
+    }
+    if (c.collective == Collective::kBroadcast && r == c.root)
+      for (size_t j = 0; j < c.count; ++j) {
+        Value v = empty;
+        v.from[static_cast<size_t>(r)] = 1;
+        v.index = static_cast<int64_t>(j);
+        v.garbage = false;
+        s.at(BufferId::kRecv, j) = v;
+      }
   }
-  std::map<std::pair<int, int>, std::deque<Message>> wires;  // (from, to)
-
-  auto elems = [&](const Step& st) { return st.bytes / c.elem_size; };
-  auto first = [&](const Region& reg) { return reg.offset / c.elem_size; };
-
+  struct Message {
+    std::vector<Value> values;
+    size_t bytes;
+  };
+  std::map<std::pair<int, int>, std::deque<Message>> wires;
   bool progress = true;
   while (progress) {
     progress = false;
@@ -100,63 +170,85 @@ void simulate(const Case& c) {
         bool ready = true;
         for (uint32_t d : st.deps) ready = ready && s.done[d];
         if (!ready) continue;
+        const size_t elems = st.bytes / kEs, src = st.src.offset / kEs, dst = st.dst.offset / kEs;
         if (st.kind == OpKind::kSend) {
-          auto ch = channel(s.schedule, true, st.peer);
-          if (ch[s.next_send[st.peer]] != i) continue;
-          auto& src = buffer(s, st.src.buffer, c.in_place);
-          Message m{std::vector<Value>(src.begin() + first(st.src), src.begin() + first(st.src) + elems(st)), st.bytes};
+          if (channel(s.schedule, true, st.peer)[s.next_send[st.peer]] != i) continue;
+          Message m{{}, st.bytes};
+          for (size_t e = 0; e < elems; ++e) m.values.push_back(s.at(st.src.buffer, src + e));
           wires[{r, st.peer}].push_back(std::move(m));
           ++s.next_send[st.peer];
         } else if (st.kind == OpKind::kRecv || st.kind == OpKind::kRecvReduce) {
-          auto ch = channel(s.schedule, false, st.peer);
-          if (ch[s.next_recv[st.peer]] != i) continue;
+          if (channel(s.schedule, false, st.peer)[s.next_recv[st.peer]] != i) continue;
           auto& wire = wires[{st.peer, r}];
           if (wire.empty()) continue;
           Message m = std::move(wire.front());
           wire.pop_front();
           ASSERT_EQ(m.bytes, st.bytes) << "rank " << r << " step " << i << ": size mismatch with rank " << st.peer;
-          auto& dst = buffer(s, st.dst.buffer, c.in_place);
-          for (size_t e = 0; e < elems(st); ++e) {
-            Value v = m.values[e];
-            if (st.kind == OpKind::kRecvReduce) {
-              const Value& local = buffer(s, st.src.buffer, c.in_place)[first(st.src) + e];
-              for (int k = 0; k < n; ++k) v.from[static_cast<size_t>(k)] += local.from[static_cast<size_t>(k)];
-              v.garbage = v.garbage || local.garbage;
-              v.divided += local.divided;
-            }
-            dst[first(st.dst) + e] = v;
-          }
+          for (size_t e = 0; e < elems; ++e)
+            s.at(st.dst.buffer, dst + e) =
+                st.kind == OpKind::kRecv ? m.values[e] : combine(s.at(st.src.buffer, src + e), m.values[e]);
           ++s.next_recv[st.peer];
         } else if (st.kind == OpKind::kCopy) {
-          auto& src = buffer(s, st.src.buffer, c.in_place);
-          auto& dst = buffer(s, st.dst.buffer, c.in_place);
-          for (size_t e = 0; e < elems(st); ++e) dst[first(st.dst) + e] = src[first(st.src) + e];
+          std::vector<Value> tmp;
+          for (size_t e = 0; e < elems; ++e) tmp.push_back(s.at(st.src.buffer, src + e));
+          for (size_t e = 0; e < elems; ++e) s.at(st.dst.buffer, dst + e) = tmp[e];
+        } else if (st.kind == OpKind::kReduce) {
+          for (size_t e = 0; e < elems; ++e)
+            s.at(st.dst.buffer, dst + e) = combine(s.at(st.dst.buffer, dst + e), s.at(st.src.buffer, src + e));
         } else {
-          auto& dst = buffer(s, st.dst.buffer, c.in_place);
-          for (size_t e = 0; e < elems(st); ++e) ++dst[first(st.dst) + e].divided;
+          for (size_t e = 0; e < elems; ++e) ++s.at(st.dst.buffer, dst + e).divided;
         }
         s.done[i] = true;
         progress = true;
       }
     }
   }
-
   for (int r = 0; r < n; ++r) {
     RankState& s = ranks[static_cast<size_t>(r)];
     for (size_t i = 0; i < s.done.size(); ++i)
       ASSERT_TRUE(s.done[i]) << "rank " << r << " step " << i << " never ran (deadlock)\n" << to_string(s.schedule);
-    Value want{std::vector<int>(static_cast<size_t>(n), 1), c.average && n > 1 ? 1 : 0, false};
-    for (size_t e = 0; e < c.count; ++e) ASSERT_EQ(s.recv[e], want) << "rank " << r << " element " << e;
   }
-  for (auto& [ends, wire] : wires)
-    EXPECT_TRUE(wire.empty()) << "messages left on " << ends.first << "->" << ends.second;
+  for (auto& [ends, wire] : wires) EXPECT_TRUE(wire.empty()) << "messages left on " << ends.first << "->" << ends.second;
+
+  // What each output element must be.
+  auto all = [&](int64_t index) {
+    Value v{std::vector<int>(static_cast<size_t>(n), 1), index, c.average && n > 1 ? 1 : 0, false};
+    return v;
+  };
+  auto one = [&](int from, int64_t index) {
+    Value v{std::vector<int>(static_cast<size_t>(n), 0), index, 0, false};
+    v.from[static_cast<size_t>(from)] = 1;
+    return v;
+  };
+  for (int r = 0; r < n; ++r) {
+    RankState& s = ranks[static_cast<size_t>(r)];
+    const auto cnt = static_cast<int64_t>(c.count);
+    for (size_t e = 0; e < recv_elems(c); ++e) {
+      const auto i = static_cast<int64_t>(e);
+      Value want;
+      switch (c.collective) {
+        case Collective::kAllreduce: want = all(i); break;
+        case Collective::kReduce:
+          if (r != c.root) continue;
+          want = all(i);
+          break;
+        case Collective::kBroadcast: want = one(c.root, i); break;
+        case Collective::kAllgather: want = one(static_cast<int>(i / cnt), i % cnt); break;
+        case Collective::kReduceScatter: want = all(r * cnt + i); break;
+        case Collective::kAlltoall: want = one(static_cast<int>(i / cnt), r * cnt + i % cnt); break;
+        default: continue;
+      }
+      ASSERT_EQ(s.at(BufferId::kRecv, e), want) << "rank " << r << " output element " << e << "\n"
+                                                << to_string(s.schedule);
+    }
+  }
 }
 
-// Steps touching overlapping bytes, one writing, must be ordered by deps.
+// Steps touching overlapping bytes, one writing, must be ordered by dependencies.
 void check_no_races(const Case& c) {
   SCOPED_TRACE(name(c));
-  for (int r = 0; r < c.nranks; ++r) {
-    Schedule s = ring_allreduce({r, c.nranks, c.count, c.elem_size, c.in_place, c.average, c.chunk_bytes});
+  for (int r = 0; r < c.n; ++r) {
+    Schedule s = build(c, r);
     const size_t m = s.steps.size();
     std::vector<std::vector<bool>> before(m, std::vector<bool>(m, false));  // before[j][i]: i precedes j
     for (size_t j = 0; j < m; ++j)
@@ -167,28 +259,21 @@ void check_no_races(const Case& c) {
       }
     struct Access {
       int buffer;
-      size_t lo, hi;
+      int64_t lo, hi;
       bool write;
     };
+    auto off = send_offset(c, r);
+    auto place = [&](const Region& reg, size_t bytes, bool write) {
+      int buf = reg.buffer == BufferId::kScratch ? 2 : (reg.buffer == BufferId::kSend && !off) ? 0 : 1;
+      int64_t lo = static_cast<int64_t>(reg.offset) + (reg.buffer == BufferId::kSend && off ? *off : 0);
+      return Access{buf, lo, lo + static_cast<int64_t>(bytes), write};
+    };
     auto accesses = [&](const Step& st) {
-      auto buf = [&](BufferId b) { return (b == BufferId::kSend && !c.in_place) ? 0 : 1; };
       std::vector<Access> out;
-      switch (st.kind) {
-        case OpKind::kSend:
-          out.push_back({buf(st.src.buffer), st.src.offset, st.src.offset + st.bytes, false});
-          break;
-        case OpKind::kRecv:
-          out.push_back({buf(st.dst.buffer), st.dst.offset, st.dst.offset + st.bytes, true});
-          break;
-        case OpKind::kRecvReduce:
-        case OpKind::kCopy:
-          out.push_back({buf(st.src.buffer), st.src.offset, st.src.offset + st.bytes, false});
-          out.push_back({buf(st.dst.buffer), st.dst.offset, st.dst.offset + st.bytes, true});
-          break;
-        case OpKind::kDivide:
-          out.push_back({buf(st.dst.buffer), st.dst.offset, st.dst.offset + st.bytes, true});
-          break;
-      }
+      if (st.kind == OpKind::kSend || st.kind == OpKind::kRecvReduce || st.kind == OpKind::kCopy ||
+          st.kind == OpKind::kReduce)
+        out.push_back(place(st.src, st.bytes, false));
+      if (st.kind != OpKind::kSend) out.push_back(place(st.dst, st.bytes, true));
       return out;
     };
     for (size_t i = 0; i < m; ++i)
@@ -203,33 +288,68 @@ void check_no_races(const Case& c) {
   }
 }
 
-TEST(RingSchedule, EveryElementReducedExactlyOnceAndPeersMatch) {
-  for (int n : {1, 2, 3, 4, 5, 7, 8})
-    for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t(n - 1 > 0 ? n - 1 : 1), size_t(n), size_t(n + 1),
-                         size_t{7}, size_t{100}, size_t{1023}})
-      for (size_t chunk : {size_t{4}, size_t{12}, size_t{1} << 20})
-        for (bool in_place : {false, true})
-          for (bool avg : {false, true}) {
-            Case c{n, count, 4, chunk, in_place, avg};
-            simulate(c);
-            if (::testing::Test::HasFatalFailure()) return;
-          }
+bool reduces(Collective c) {
+  return c == Collective::kAllreduce || c == Collective::kReduce || c == Collective::kReduceScatter;
+}
+bool rooted(Collective c) { return c == Collective::kBroadcast || c == Collective::kReduce; }
+bool skipped(Collective c) { return c == Collective::kSend || c == Collective::kRecv || c == Collective::kBarrier; }
+
+TEST(Schedules, EveryAlgorithmProducesEveryElementExactlyOnce) {
+  for (const Algorithm& a : all_algorithms()) {
+    if (skipped(a.collective)) continue;
+    for (int n : {1, 2, 3, 4, 5, 6, 7, 8})
+      for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t(n + 1), size_t{7}, size_t{33}})
+        for (size_t chunk : {kEs, 3 * kEs, size_t{1} << 20})
+          for (bool in_place : {false, true})
+            for (bool avg : {false, true}) {
+              if (avg && !reduces(a.collective)) continue;
+              for (int root : {0, n - 1, n / 2}) {
+                if (!rooted(a.collective) && root != 0) continue;
+                simulate({a.collective, a.name, n, count, chunk, in_place, avg, root});
+                if (::testing::Test::HasFatalFailure()) return;
+              }
+            }
+  }
 }
 
-TEST(RingSchedule, DependenciesOrderEveryConflictingAccess) {
-  for (int n : {2, 3, 4, 5})
-    for (size_t count : {size_t{1}, size_t{7}, size_t{61}})
-      for (size_t chunk : {size_t{8}, size_t{1} << 20})
-        for (bool in_place : {false, true})
-          for (bool avg : {false, true}) {
-            check_no_races({n, count, 8, chunk, in_place, avg});
-            if (::testing::Test::HasFatalFailure()) return;
-          }
+TEST(Schedules, DependenciesOrderEveryConflictingAccess) {
+  for (const Algorithm& a : all_algorithms()) {
+    if (skipped(a.collective)) continue;
+    for (int n : {2, 3, 4, 5, 8})
+      for (size_t count : {size_t{1}, size_t{7}, size_t{29}})
+        for (size_t chunk : {2 * kEs, size_t{1} << 20})
+          for (bool in_place : {false, true})
+            for (int root : {0, n - 1}) {
+              if (!rooted(a.collective) && root != 0) continue;
+              check_no_races({a.collective, a.name, n, count, chunk, in_place, reduces(a.collective), root});
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+  }
 }
 
-TEST(RingSchedule, ShapeOfTheRing) {
+TEST(Schedules, BarrierAndPointToPointPairUp) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    std::vector<Schedule> s;
+    for (int r = 0; r < n; ++r) s.push_back(dissemination_barrier({Collective::kBarrier, r, n}));
+    // Every send to p has a matching receive from us on p, same count.
+    for (int r = 0; r < n; ++r)
+      for (int p = 0; p < n; ++p)
+        EXPECT_EQ(channel(s[static_cast<size_t>(r)], true, p).size(), channel(s[static_cast<size_t>(p)], false, r).size())
+            << "n=" << n << " " << r << "->" << p;
+    size_t rounds = 0;
+    while ((size_t{1} << rounds) < static_cast<size_t>(n)) ++rounds;
+    EXPECT_EQ(s[0].steps.size(), 2 * rounds);
+  }
+  CollShape shape{Collective::kSend, 0, 2, 5, 4, 1};
+  Schedule send = p2p_send(shape);
+  ASSERT_EQ(send.steps.size(), 1u);
+  EXPECT_EQ(send.steps[0].peer, 1);
+  EXPECT_EQ(send.steps[0].bytes, 20u);
+}
+
+TEST(Schedules, ShapeOfTheRing) {
   // Two ranks, two elements, no chunking: one reduce-scatter and one allgather step.
-  Schedule s = ring_allreduce({0, 2, 2, 4, false, false, 1 << 20});
+  Schedule s = ring_allreduce({Collective::kAllreduce, 0, 2, 2, 4, 0, false, std::nullopt, 1 << 20});
   ASSERT_EQ(s.steps.size(), 4u) << to_string(s);
   EXPECT_EQ(s.steps[0].kind, OpKind::kSend);
   EXPECT_EQ(s.steps[1].kind, OpKind::kRecvReduce);
@@ -237,9 +357,6 @@ TEST(RingSchedule, ShapeOfTheRing) {
   EXPECT_EQ(s.steps[3].kind, OpKind::kRecv);
   EXPECT_EQ(s.peers(), (std::vector<int>{1}));
   EXPECT_NE(to_string(s).find("recv-reduce from 1"), std::string::npos) << to_string(s);
-  // One rank out of place is a single copy; in place it is nothing.
-  EXPECT_EQ(ring_allreduce({0, 1, 5, 4, false, false, 64}).steps.size(), 1u);
-  EXPECT_EQ(ring_allreduce({0, 1, 5, 4, true, true, 64}).steps.size(), 0u);
 }
 
 TEST(Partition, BlocksCoverTheBufferAndDifferByAtMostOne) {
@@ -260,16 +377,69 @@ TEST(Partition, BlocksCoverTheBufferAndDifferByAtMostOne) {
   EXPECT_EQ(wrap(-5, 4), 3);
   EXPECT_EQ(chunk_count(10, 3), 4u);
   EXPECT_EQ(chunk_span({100, 10}, 3, 3).count, 1u);
+  EXPECT_EQ(power_of_two_floor(7), 4);
+}
+
+// The double binary tree: each tree spans all ranks, parent and child links
+// agree, and no rank is an inner node of both trees (Sanders et al.).
+TEST(Partition, DoubleBinaryTreesAreTreesWithDisjointInnerNodes) {
+  for (int n = 1; n <= 40; ++n) {
+    for (int which = 0; which < 2; ++which) {
+      int roots = 0;
+      for (int v = 0; v < n; ++v) {
+        TreeLinks t = double_tree(n, v, which);
+        if (t.parent < 0) ++roots;
+        else {
+          TreeLinks p = double_tree(n, t.parent, which);
+          EXPECT_TRUE(p.children[0] == v || p.children[1] == v) << "n=" << n << " tree " << which << " v=" << v;
+        }
+        for (int child : t.children)
+          if (child >= 0) {
+            EXPECT_EQ(double_tree(n, child, which).parent, v) << "n=" << n << " v=" << v;
+          }
+        // Following parents reaches the root: no cycles.
+        int steps = 0;
+        for (int u = v; u >= 0 && steps <= n; u = double_tree(n, u, which).parent) ++steps;
+        EXPECT_LE(steps, n) << "n=" << n << " v=" << v;
+      }
+      EXPECT_EQ(roots, 1) << "n=" << n << " tree " << which;
+    }
+    for (int v = 0; v < n; ++v) {
+      auto inner = [&](int which) { return double_tree(n, v, which).children[0] >= 0; };
+      EXPECT_FALSE(inner(0) && inner(1)) << "n=" << n << ": rank " << v << " is inner in both trees";
+    }
+  }
 }
 
 TEST(Select, AlgorithmSettingIsParsedStrictly) {
-  EXPECT_NO_THROW(check_algorithm_setting(""));
-  EXPECT_NO_THROW(check_algorithm_setting("ring"));
-  EXPECT_NO_THROW(check_algorithm_setting("allreduce:ring"));
-  EXPECT_THROW(check_algorithm_setting("tree"), Error);
-  EXPECT_THROW(check_algorithm_setting("allreduce:tree"), Error);
-  EXPECT_THROW(check_algorithm_setting("alltoall:ring"), Error);
-  EXPECT_EQ(allreduce_algorithm("allreduce:ring"), "ring");
+  CostModel m = CostModel::parse("", "test");
+  EXPECT_NO_THROW(Selector("", m));
+  EXPECT_NO_THROW(Selector("ring", m));
+  EXPECT_NO_THROW(Selector("allreduce:tree;broadcast:ring", m));
+  EXPECT_THROW(Selector("nosuch", m), Error);
+  EXPECT_THROW(Selector("allreduce:nosuch", m), Error);
+  EXPECT_THROW(Selector("alltoall:ring", m), Error);
+  EXPECT_THROW(Selector("gather:ring", m), Error);
+  // A global name that a collective lacks is an error when that collective runs.
+  Selector tree("tree", m);
+  CollShape shape{Collective::kAlltoall, 0, 4, 100, 4};
+  EXPECT_THROW(tree.choose(shape), Error);
+  shape.collective = Collective::kAllreduce;
+  EXPECT_STREQ(tree.choose(shape).name, "tree");
+}
+
+TEST(Select, TheCostModelPicksLatencyOrBandwidthAlgorithms) {
+  CostModel m = CostModel::parse("tcp.alpha_us = 30\ntcp.beta_ns_per_byte = 1\ntcp.gamma_ns_per_byte = 0.25\n", "t");
+  Selector s("", m);
+  CollShape tiny{Collective::kAllreduce, 0, 8, 2, 4};
+  CollShape huge{Collective::kAllreduce, 0, 8, 16 << 20, 4};
+  std::string small_pick = s.choose(tiny).name, large_pick = s.choose(huge).name;
+  EXPECT_TRUE(small_pick == "recursive_doubling" || small_pick == "direct" || small_pick == "tree") << small_pick;
+  EXPECT_TRUE(large_pick == "ring" || large_pick == "halving_doubling") << large_pick;
+  EXPECT_THROW(CostModel::parse("tcp.alpha = 3", "f"), Error);
+  EXPECT_THROW(CostModel::parse("tcp.alpha_us 3", "f"), Error);
+  EXPECT_THROW(CostModel::parse("ib.alpha_us = 3", "f"), Error);
+  EXPECT_DOUBLE_EQ(CostModel::parse("# comment\nshm.beta_ns_per_byte = 0.5 # half\n", "f").shm.beta_ns_per_byte, 0.5);
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+// What an algorithm is asked to do: the collective and its shape on one
+// rank. Every algorithm is a pure function from this to a Schedule.
+#pragma once
+
+#include "algorithms/schedule.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace coll::algo {
+
+enum class Collective : uint8_t {
+  kAllreduce,
+  kBroadcast,
+  kReduce,
+  kAllgather,
+  kReduceScatter,
+  kAlltoall,
+  kBarrier,
+  kSend,
+  kRecv,
+};
+constexpr int kNumCollectives = 9;
+
+const char* collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
+
+struct CollShape {
+  Collective collective = Collective::kAllreduce;
+  int rank = 0;
+  int nranks = 1;
+  // Elements: of the whole vector (allreduce, broadcast, reduce), of each
+  // rank's part (allgather input, reduce_scatter output), of each pair's
+  // block (alltoall), of the message (send, recv).
+  size_t count = 0;
+  size_t elem_size = 1;
+  int root = 0;                       // broadcast and reduce; the peer of send and recv
+  bool average = false;               // COLL_AVG: divide once at the end
+  std::optional<int64_t> send_offset; // in place: input address minus output address
+  size_t chunk_bytes = 1 << 19;
+
+  bool in_place() const { return send_offset.has_value(); }
+  // Elements per pipelining chunk, at least one.
+  size_t chunk_elems() const { return chunk_bytes / elem_size > 0 ? chunk_bytes / elem_size : 1; }
+};
+
+}  // namespace coll::algo

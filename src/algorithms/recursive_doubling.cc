@@ -1,0 +1,52 @@
+// Recursive doubling allreduce, for small messages — Thakur, Rabenseifner &
+// Gropp 2005: at distance d = 1, 2, ..., p/2 every rank exchanges its whole
+// vector with partner (rank xor d) and reduces. log2(p) steps instead of the
+// ring's 2(n-1), at the price of sending the whole vector each step. A rank
+// count that is not a power of two is folded first (fold.h).
+//
+// Cost for S bytes: log2(p) (alpha + S beta + S gamma), plus
+// 2 alpha + 2 S beta + S gamma when n is not a power of two.
+#include "algorithms/algorithms.h"
+#include "algorithms/builder.h"
+#include "algorithms/fold.h"
+#include "algorithms/partition.h"
+
+namespace coll::algo {
+
+Schedule recursive_doubling_allreduce(const CollShape& shape) {
+  const size_t es = shape.elem_size, chunk = shape.chunk_elems(), bytes = shape.count * es;
+  ScheduleBuilder b("recursive_doubling", es, shape.send_offset, shape.nranks > 1 ? bytes : 0);
+  if (shape.count == 0) return b.finish();
+  if (shape.nranks == 1) {
+    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, bytes);
+    return b.finish();
+  }
+  Fold fold(shape.rank, shape.nranks);
+  BufferId current = fold_in(b, fold, shape);
+  const Span all{0, shape.count};
+  if (fold.active()) {
+    for (int d = 1; d < fold.p; d *= 2) {
+      const int partner = fold.real_rank(fold.new_rank ^ d);
+      // Reduce into the other of output and scratch, never into what is being
+      // sent: each step then waits only for the step before it, never for the
+      // partner to drain our send (which, for large vectors, would deadlock).
+      const BufferId next = current == BufferId::kRecv ? BufferId::kScratch : BufferId::kRecv;
+      for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
+        Span piece = chunk_span(all, chunk, c);
+        b.send(partner, Region{current, piece.offset * es}, piece.count * es);
+      }
+      for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
+        Span piece = chunk_span(all, chunk, c);
+        b.recv_reduce(partner, Region{current, piece.offset * es}, Region{next, piece.offset * es}, piece.count * es);
+      }
+      current = next;
+    }
+    if (current == BufferId::kScratch) b.copy({BufferId::kScratch, 0}, {BufferId::kRecv, 0}, bytes);
+    if (current == BufferId::kSend && !shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, bytes);
+    if (shape.average) b.divide({BufferId::kRecv, 0}, bytes);
+  }
+  fold_out(b, fold, shape);
+  return b.finish();
+}
+
+}  // namespace coll::algo

@@ -1,0 +1,292 @@
+// The C ABI, second half: every operation, blocking and not, grouped or not.
+// Each entry point checks its arguments (naming the argument and rank), then
+// hands one OpRequest to the communicator, to the current group, or to the
+// communicator's worker.
+#include "core/c_api_internal.h"
+#include "reduce/reduce.h"
+
+#include <coll/coll.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+using coll::Code;
+using coll::Communicator;
+using coll::fail;
+using coll::OpRequest;
+using coll::algo::Collective;
+using coll::capi::guarded;
+
+namespace {
+
+struct Group {
+  int depth = 0;
+  std::vector<std::pair<coll_comm_t, OpRequest>> ops;
+};
+thread_local Group t_group;
+
+// Argument checks shared by the entry points; `what` names the call.
+struct Checker {
+  const char* what;
+  Communicator& c;
+
+  void datatype(coll_datatype_t t) const {
+    if (!coll::reduce::valid_datatype(t))
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": datatype ", static_cast<int>(t),
+           " is not a coll_datatype_t");
+  }
+  void redop(coll_redop_t op) const {
+    if (!coll::reduce::valid_redop(op))
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": op ", static_cast<int>(op), " is not a coll_redop_t");
+  }
+  void stream(coll_stream_t s) const {
+    if (s != nullptr)
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": stream is not null, but this build has no CUDA");
+  }
+  void rank_arg(int r, const char* name) const {
+    if (r < 0 || r >= c.nranks())
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": ", name, " ", r, " is outside [0, ", c.nranks(), ")");
+  }
+  // count * element size * blocks, refusing overflow.
+  size_t bytes(size_t count, coll_datatype_t t, size_t blocks = 1) const {
+    size_t es = coll::reduce::datatype_size(t);
+    if (count > SIZE_MAX / es / blocks)
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": count ", count, " x ", es, " bytes",
+           blocks > 1 ? " x nranks" : "", " overflows size_t");
+    return count * es * blocks;
+  }
+  void buffer(const void* p, size_t bytes, const char* name) const {
+    if (bytes > 0 && p == nullptr)
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": ", name, " is null with ", bytes, " bytes to move");
+  }
+  // The two ranges must be disjoint, or the input must sit at `in_place`
+  // bytes from the start of the output.
+  void overlap(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes, int64_t in_place,
+               const char* rule) const {
+    if (send == nullptr || recv == nullptr || send_bytes == 0 || recv_bytes == 0) return;
+    auto s = reinterpret_cast<intptr_t>(send), r = reinterpret_cast<intptr_t>(recv);
+    bool disjoint = s + static_cast<intptr_t>(send_bytes) <= r || r + static_cast<intptr_t>(recv_bytes) <= s;
+    if (!disjoint && s - r != in_place)
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": sendbuf and recvbuf overlap, but not in place (",
+           rule, ")");
+  }
+};
+
+// Validates and builds the request (`build`), then runs it now, records it
+// in the current group, or queues it (request != null).
+template <typename Build>
+coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request, bool async, Build&& build) {
+  if (comm == nullptr) return guarded(nullptr, [&] { fail(Code::kInvalidArgument, what, ": comm is null"); });
+  return guarded(comm, [&] {
+    if (async && request == nullptr) fail(Code::kInvalidArgument, what, ": request is a null pointer");
+    coll::capi::BusyGuard busy(comm);
+    Communicator& c = coll::capi::usable(comm);
+    OpRequest op = build(Checker{what, c});
+    if (t_group.depth > 0) {
+      if (async) fail(Code::kInvalidUsage, what, ": non-blocking calls are not allowed inside a group");
+      t_group.ops.push_back({comm, op});
+      return;
+    }
+    if (async) {
+      *request = new coll_request{comm, c.run_async({op})};
+      return;
+    }
+    c.run({op});
+  });
+}
+
+// --- builders: check the arguments of one call, describe it ---
+
+OpRequest allreduce_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t, coll_redop_t op,
+                       coll_stream_t stream) {
+  k.datatype(t), k.redop(op), k.stream(stream);
+  size_t b = k.bytes(count, t);
+  k.buffer(send, b, "sendbuf"), k.buffer(recv, b, "recvbuf");
+  k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
+  return OpRequest{Collective::kAllreduce, send, recv, count, t, op};
+}
+
+OpRequest broadcast_op(const Checker& k, void* buf, size_t count, coll_datatype_t t, int root, coll_stream_t stream) {
+  k.datatype(t), k.stream(stream), k.rank_arg(root, "root");
+  k.buffer(buf, k.bytes(count, t), "buf");
+  return OpRequest{Collective::kBroadcast, buf, buf, count, t, COLL_SUM, root};
+}
+
+OpRequest reduce_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t, coll_redop_t op,
+                    int root, coll_stream_t stream) {
+  k.datatype(t), k.redop(op), k.stream(stream), k.rank_arg(root, "root");
+  size_t b = k.bytes(count, t);
+  k.buffer(send, b, "sendbuf");
+  if (k.c.rank() == root) k.buffer(recv, b, "recvbuf");
+  k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
+  return OpRequest{Collective::kReduce, send, recv, count, t, op, root};
+}
+
+OpRequest allgather_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
+                       coll_stream_t stream) {
+  k.datatype(t), k.stream(stream);
+  size_t b = k.bytes(count, t), all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
+  k.buffer(send, b, "sendbuf"), k.buffer(recv, all, "recvbuf");
+  k.overlap(send, b, recv, all, static_cast<int64_t>(b) * k.c.rank(),
+            "in place needs sendbuf == recvbuf + rank * sendcount");
+  return OpRequest{Collective::kAllgather, send, recv, count, t};
+}
+
+OpRequest reduce_scatter_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
+                            coll_redop_t op, coll_stream_t stream) {
+  k.datatype(t), k.redop(op), k.stream(stream);
+  size_t b = k.bytes(count, t), all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
+  k.buffer(send, all, "sendbuf"), k.buffer(recv, b, "recvbuf");
+  k.overlap(send, all, recv, b, -static_cast<int64_t>(b) * k.c.rank(),
+            "in place needs recvbuf == sendbuf + rank * recvcount");
+  return OpRequest{Collective::kReduceScatter, send, recv, count, t, op};
+}
+
+OpRequest alltoall_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
+                      coll_stream_t stream) {
+  k.datatype(t), k.stream(stream);
+  size_t all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
+  k.buffer(send, all, "sendbuf"), k.buffer(recv, all, "recvbuf");
+  k.overlap(send, all, recv, all, 0, "in place needs sendbuf == recvbuf");
+  return OpRequest{Collective::kAlltoall, send, recv, count, t};
+}
+
+OpRequest p2p_op(const Checker& k, Collective which, void* buf, size_t count, coll_datatype_t t, int peer,
+                 coll_stream_t stream) {
+  k.datatype(t), k.stream(stream), k.rank_arg(peer, "peer");
+  if (peer == k.c.rank()) fail(Code::kInvalidArgument, k.what, " on rank ", k.c.rank(), ": peer is this rank itself");
+  k.buffer(buf, k.bytes(count, t), "buf");
+  return which == Collective::kSend ? OpRequest{which, buf, nullptr, count, t, COLL_SUM, peer}
+                                    : OpRequest{which, nullptr, buf, count, t, COLL_SUM, peer};
+}
+
+OpRequest barrier_op(const Checker&) { return OpRequest{Collective::kBarrier}; }
+
+coll_result_t finish_request(coll_request_t request, bool block) {
+  if (request == nullptr)
+    return guarded(nullptr, [] { fail(Code::kInvalidArgument, "request: null (already completed?)"); });
+  if (!block && !request->completion->done()) return COLL_IN_PROGRESS;
+  coll_result_t result = request->completion->wait();
+  if (result != COLL_SUCCESS) coll::capi::record(request->comm, request->completion->message());
+  delete request;
+  return result;
+}
+
+}  // namespace
+
+extern "C" {
+
+coll_result_t coll_allreduce(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op, coll_comm_t comm,
+                             coll_stream_t st) {
+  return submit(comm, "allreduce", nullptr, false, [&](const Checker& k) { return allreduce_op(k, s, r, n, t, op, st); });
+}
+coll_result_t coll_allreduce_async(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op,
+                                   coll_comm_t comm, coll_stream_t st, coll_request_t* req) {
+  return submit(comm, "allreduce", req, true, [&](const Checker& k) { return allreduce_op(k, s, r, n, t, op, st); });
+}
+
+coll_result_t coll_broadcast(void* b, size_t n, coll_datatype_t t, int root, coll_comm_t comm, coll_stream_t st) {
+  return submit(comm, "broadcast", nullptr, false, [&](const Checker& k) { return broadcast_op(k, b, n, t, root, st); });
+}
+coll_result_t coll_broadcast_async(void* b, size_t n, coll_datatype_t t, int root, coll_comm_t comm, coll_stream_t st,
+                                   coll_request_t* req) {
+  return submit(comm, "broadcast", req, true, [&](const Checker& k) { return broadcast_op(k, b, n, t, root, st); });
+}
+
+coll_result_t coll_reduce(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op, int root,
+                          coll_comm_t comm, coll_stream_t st) {
+  return submit(comm, "reduce", nullptr, false, [&](const Checker& k) { return reduce_op(k, s, r, n, t, op, root, st); });
+}
+coll_result_t coll_reduce_async(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op, int root,
+                                coll_comm_t comm, coll_stream_t st, coll_request_t* req) {
+  return submit(comm, "reduce", req, true, [&](const Checker& k) { return reduce_op(k, s, r, n, t, op, root, st); });
+}
+
+coll_result_t coll_allgather(const void* s, void* r, size_t n, coll_datatype_t t, coll_comm_t comm, coll_stream_t st) {
+  return submit(comm, "allgather", nullptr, false, [&](const Checker& k) { return allgather_op(k, s, r, n, t, st); });
+}
+coll_result_t coll_allgather_async(const void* s, void* r, size_t n, coll_datatype_t t, coll_comm_t comm,
+                                   coll_stream_t st, coll_request_t* req) {
+  return submit(comm, "allgather", req, true, [&](const Checker& k) { return allgather_op(k, s, r, n, t, st); });
+}
+
+coll_result_t coll_reduce_scatter(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op,
+                                  coll_comm_t comm, coll_stream_t st) {
+  return submit(comm, "reduce_scatter", nullptr, false,
+                [&](const Checker& k) { return reduce_scatter_op(k, s, r, n, t, op, st); });
+}
+coll_result_t coll_reduce_scatter_async(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op,
+                                        coll_comm_t comm, coll_stream_t st, coll_request_t* req) {
+  return submit(comm, "reduce_scatter", req, true,
+                [&](const Checker& k) { return reduce_scatter_op(k, s, r, n, t, op, st); });
+}
+
+coll_result_t coll_alltoall(const void* s, void* r, size_t n, coll_datatype_t t, coll_comm_t comm, coll_stream_t st) {
+  return submit(comm, "alltoall", nullptr, false, [&](const Checker& k) { return alltoall_op(k, s, r, n, t, st); });
+}
+coll_result_t coll_alltoall_async(const void* s, void* r, size_t n, coll_datatype_t t, coll_comm_t comm,
+                                  coll_stream_t st, coll_request_t* req) {
+  return submit(comm, "alltoall", req, true, [&](const Checker& k) { return alltoall_op(k, s, r, n, t, st); });
+}
+
+coll_result_t coll_send(const void* b, size_t n, coll_datatype_t t, int peer, coll_comm_t comm, coll_stream_t st) {
+  return submit(comm, "send", nullptr, false, [&](const Checker& k) {
+    return p2p_op(k, Collective::kSend, const_cast<void*>(b), n, t, peer, st);
+  });
+}
+coll_result_t coll_send_async(const void* b, size_t n, coll_datatype_t t, int peer, coll_comm_t comm, coll_stream_t st,
+                              coll_request_t* req) {
+  return submit(comm, "send", req, true, [&](const Checker& k) {
+    return p2p_op(k, Collective::kSend, const_cast<void*>(b), n, t, peer, st);
+  });
+}
+
+coll_result_t coll_recv(void* b, size_t n, coll_datatype_t t, int peer, coll_comm_t comm, coll_stream_t st) {
+  return submit(comm, "recv", nullptr, false,
+                [&](const Checker& k) { return p2p_op(k, Collective::kRecv, b, n, t, peer, st); });
+}
+coll_result_t coll_recv_async(void* b, size_t n, coll_datatype_t t, int peer, coll_comm_t comm, coll_stream_t st,
+                              coll_request_t* req) {
+  return submit(comm, "recv", req, true,
+                [&](const Checker& k) { return p2p_op(k, Collective::kRecv, b, n, t, peer, st); });
+}
+
+coll_result_t coll_barrier(coll_comm_t comm) { return submit(comm, "barrier", nullptr, false, barrier_op); }
+coll_result_t coll_barrier_async(coll_comm_t comm, coll_request_t* req) {
+  return submit(comm, "barrier", req, true, barrier_op);
+}
+
+coll_result_t coll_group_start(void) {
+  ++t_group.depth;
+  return COLL_SUCCESS;
+}
+
+coll_result_t coll_group_end(void) {
+  if (t_group.depth == 0)
+    return guarded(nullptr, [] { fail(Code::kInvalidUsage, "group_end without group_start"); });
+  if (--t_group.depth > 0) return COLL_SUCCESS;
+  auto ops = std::move(t_group.ops);
+  t_group.ops.clear();
+  // One batch per communicator, in the order each first appeared.
+  std::vector<coll_comm_t> comms;
+  for (const auto& [comm, op] : ops)
+    if (std::find(comms.begin(), comms.end(), comm) == comms.end()) comms.push_back(comm);
+  coll_result_t first = COLL_SUCCESS;
+  for (coll_comm_t comm : comms) {
+    std::vector<OpRequest> batch;
+    for (const auto& [c, op] : ops)
+      if (c == comm) batch.push_back(op);
+    coll_result_t r = guarded(comm, [&] {
+      coll::capi::BusyGuard busy(comm);
+      coll::capi::usable(comm).run(batch);
+    });
+    if (first == COLL_SUCCESS) first = r;
+  }
+  return first;
+}
+
+coll_result_t coll_wait(coll_request_t request) { return finish_request(request, true); }
+coll_result_t coll_test(coll_request_t request) { return finish_request(request, false); }
+
+}  // extern "C"
