@@ -28,9 +28,12 @@ Schedule recursive_doubling_allreduce(const CollShape& shape) {
     for (int d = 1; d < fold.p; d *= 2) {
       const int partner = fold.real_rank(fold.new_rank ^ d);
       // Reduce into the other of output and scratch, never into what is being
-      // sent: each step then waits only for the step before it, never for the
-      // partner to drain our send (which, for large vectors, would deadlock).
-      const BufferId next = current == BufferId::kRecv ? BufferId::kScratch : BufferId::kRecv;
+      // sent: a send may complete only once the partner has read it (TCP past
+      // its buffers, shared memory's single copy), and the partner reads only
+      // after its own send — waiting for our send here would deadlock.
+      // In place, the input is the output: it counts as the output here.
+      const bool in_output = current == BufferId::kRecv || (current == BufferId::kSend && shape.in_place());
+      const BufferId next = in_output ? BufferId::kScratch : BufferId::kRecv;
       for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
         Span piece = chunk_span(all, chunk, c);
         b.send(partner, Region{current, piece.offset * es}, piece.count * es);

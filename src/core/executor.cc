@@ -129,6 +129,9 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
     }
     post_ready();
     if (completed == n) break;
+    if (in_flight.empty() && local.empty())  // nothing can ever move: a schedule bug, not a slow peer
+      fail(Code::kInternal, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].schedule.algorithm,
+           ") stalled with ", n - completed, " of ", n, " steps unfinished and nothing in flight");
 
     done.clear();
     transport.poll(done, local.empty() ? deadline.remaining_ms(100) : 0);

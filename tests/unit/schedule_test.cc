@@ -3,7 +3,9 @@
 // folded into it (and how often), which element of the origin it came from,
 // and how often it was divided. Checked, for every collective x algorithm x
 // rank count x count x chunk size x in place x AVG x root:
-// - sends and receives pair up, in order and in size (no deadlock, nothing left);
+// - sends and receives pair up, in order and in size, and nothing deadlocks
+//   even when a send completes only once its receiver has taken it (TCP
+//   past its buffers, shared memory's single copy);
 // - every output element holds exactly the right inputs, each exactly once,
 //   from the right position — so every byte is produced exactly once;
 // - no two steps that touch the same bytes (one writing) can run concurrently.
@@ -84,7 +86,7 @@ struct RankState {
   std::vector<Value> unified, send_own, scratch;
   int64_t recv_base = 0, send_base = 0;
   bool aliased = false;
-  std::vector<bool> done;
+  std::vector<bool> done, posted;
   std::map<int, size_t> next_send, next_recv;
 
   Value& at(BufferId b, size_t elem) {
@@ -127,6 +129,7 @@ void simulate(const Case& c) {
     RankState& s = ranks[static_cast<size_t>(r)];
     s.schedule = build(c, r);
     s.done.assign(s.schedule.steps.size(), false);
+    s.posted.assign(s.schedule.steps.size(), false);
     auto off = send_offset(c, r);
     s.aliased = off.has_value();
     int64_t so = off ? *off / static_cast<int64_t>(kEs) : 0;
@@ -157,6 +160,8 @@ void simulate(const Case& c) {
   struct Message {
     std::vector<Value> values;
     size_t bytes;
+    int from;
+    uint32_t step;
   };
   std::map<std::pair<int, int>, std::deque<Message>> wires;
   bool progress = true;
@@ -172,11 +177,15 @@ void simulate(const Case& c) {
         if (!ready) continue;
         const size_t elems = st.bytes / kEs, src = st.src.offset / kEs, dst = st.dst.offset / kEs;
         if (st.kind == OpKind::kSend) {
+          if (s.posted[i]) continue;  // waiting for the receiver
           if (channel(s.schedule, true, st.peer)[s.next_send[st.peer]] != i) continue;
-          Message m{{}, st.bytes};
+          Message m{{}, st.bytes, r, i};
           for (size_t e = 0; e < elems; ++e) m.values.push_back(s.at(st.src.buffer, src + e));
           wires[{r, st.peer}].push_back(std::move(m));
           ++s.next_send[st.peer];
+          s.posted[i] = true;
+          progress = true;
+          continue;  // done only when received: the strictest transport (rendezvous)
         } else if (st.kind == OpKind::kRecv || st.kind == OpKind::kRecvReduce) {
           if (channel(s.schedule, false, st.peer)[s.next_recv[st.peer]] != i) continue;
           auto& wire = wires[{st.peer, r}];
@@ -184,6 +193,7 @@ void simulate(const Case& c) {
           Message m = std::move(wire.front());
           wire.pop_front();
           ASSERT_EQ(m.bytes, st.bytes) << "rank " << r << " step " << i << ": size mismatch with rank " << st.peer;
+          ranks[static_cast<size_t>(m.from)].done[m.step] = true;  // the sender's step completes now
           for (size_t e = 0; e < elems; ++e)
             s.at(st.dst.buffer, dst + e) =
                 st.kind == OpKind::kRecv ? m.values[e] : combine(s.at(st.src.buffer, src + e), m.values[e]);
