@@ -9,13 +9,14 @@
 namespace coll::algo {
 namespace {
 
-// Measured with coll_perf on the 2-core development machine, 4 ranks over
-// TCP loopback (README, "Selection"): small-message step latency, streaming
-// inverse bandwidth, and the float32 sum kernel.
+// Measured with coll_perf on the 2-core development machine, 2 ranks (one
+// per core), ring allreduce (README, "Algorithms and how one is chosen"):
+// alpha from the 64-byte time over its 2 steps, beta from 16 MiB, gamma the
+// float32 sum kernel.
 CostModel defaults() {
   CostModel m;
-  m.tcp = LinkModel{30.0, 1.0, 0.25};
-  m.shm = LinkModel{2.0, 0.2, 0.25};
+  m.tcp = LinkModel{15.0, 0.63, 0.1};
+  m.shm = LinkModel{2.7, 0.29, 0.1};
   return m;
 }
 

@@ -24,6 +24,9 @@ struct CostModel {
   static CostModel load();
   // Parses "class.parameter = value" lines (# comments) over the defaults.
   static CostModel parse(const std::string& text, const std::string& origin);
+
+  // The parameters of a transport class by name ("shm", "tcp"); tcp for others.
+  const LinkModel& link(const std::string& transport) const { return transport == "shm" ? shm : tcp; }
 };
 
 }  // namespace coll::algo

@@ -181,7 +181,7 @@ const Algorithm& Selector::choose(const CollShape& shape) {
       if (wanted == a.name) best = &a;
       continue;
     }
-    double cost = a.cost(shape, model_.tcp);
+    double cost = a.cost(shape, model_.link(link_class_));
     if (best == nullptr || cost < best_cost) best = &a, best_cost = cost;
   }
   if (best == nullptr)
@@ -191,9 +191,9 @@ const Algorithm& Selector::choose(const CollShape& shape) {
   int bucket = 0;
   while ((size_t{1} << bucket) < bytes && bucket < 63) ++bucket;
   if (log::enabled(log::Level::kInfo, log::kColl) && logged_.insert({shape.collective, bucket}).second)
-    log::info(log::kColl, collective_name(shape.collective), " of ~", bytes, " bytes on ", shape.nranks, " ranks: ",
-              best->name, wanted.empty() ? " (cost model)" : " (COLL_ALGO)", ", predicted ",
-              best->cost(shape, model_.tcp) * 1e6, " us");
+    log::info(log::kColl, collective_name(shape.collective), " of ~", bytes, " bytes on ", shape.nranks, " ranks (",
+              link_class_, "): ", best->name, wanted.empty() ? " (cost model)" : " (COLL_ALGO)", ", predicted ",
+              best->cost(shape, model_.link(link_class_)) * 1e6, " us");
   return *best;
 }
 

@@ -36,6 +36,10 @@ class Selector {
   // Parses COLL_ALGO syntax; kInvalidArgument names an unknown collective or algorithm.
   Selector(const std::string& setting, CostModel model);
 
+  // The link class the cost model prices ("shm" when every peer is on this
+  // node, else "tcp"); set once the communicator knows its peers.
+  void set_link_class(const std::string& name) { link_class_ = name; }
+
   // The algorithm for this call; kInvalidArgument when COLL_ALGO asks for
   // one this collective does not have. Logs the choice at INFO once per
   // (collective, power-of-two size bucket).
@@ -48,6 +52,7 @@ class Selector {
   std::string all_;                          // one name for every collective
   std::map<Collective, std::string> named_;  // per collective
   CostModel model_;
+  std::string link_class_ = "tcp";
   std::set<std::pair<Collective, int>> logged_;
 };
 

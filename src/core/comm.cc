@@ -21,13 +21,10 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     fail(Code::kInvalidArgument, "COLL_CHUNK_BYTES=", chunk, " must be between 64 and 1G");
   chunk_bytes_ = static_cast<size_t>(chunk);
   selector_ = std::make_unique<algo::Selector>(config::get_string("COLL_ALGO"), algo::CostModel::load());
-  std::string transports = config::get_string("COLL_TRANSPORTS");
-  if (transports != "tcp")
-    fail(Code::kInvalidArgument, "COLL_TRANSPORTS='", transports, "': only 'tcp' is available in this build");
 
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   store_ = std::make_unique<bootstrap::StoreClient>(id, deadline);
-  transport_ = transport::make_tcp_transport(rank_, nranks_, id.secret);
+  transport_ = std::make_unique<Router>(rank_, make_transports(rank_, nranks_, id.secret, segment_tag(id.secret, prefix_)));
 
   // Publish our address, then read everyone's: a rank that never arrives
   // shows up here as a timeout naming it.
@@ -38,13 +35,14 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
         r == rank_ ? transport_->local_address()
                    : store_->get(str_cat(prefix_, "addr/", r), deadline, str_cat("rank ", r, " of ", nranks_, " to join"));
 
+  if (nranks_ > 1) selector_->set_link_class(transport_->slowest_for(addresses_));
   if (nranks_ > 1) {
     std::vector<int> ring = {algo::ring_peer_before(rank_, nranks_), algo::ring_peer_after(rank_, nranks_)};
     transport_->connect(ring, addresses_, deadline);
   }
   log::info(log::kInit, "rank ", rank_, " of ", nranks_, prefix_.empty() ? "" : " (split ", prefix_,
-            prefix_.empty() ? "" : ")", " joined (store ", id.store_address, ", transport ",
-            transport_->capabilities().name, " at ", transport_->local_address(), ")");
+            prefix_.empty() ? "" : ")", " joined (store ", id.store_address, ", transports ",
+            transport_->local_address(), ")");
 }
 
 Communicator::~Communicator() {

@@ -13,6 +13,7 @@
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
 #include "core/executor.h"
+#include "core/router.h"
 #include "core/worker.h"
 #include "transport/transport.h"
 
@@ -73,7 +74,7 @@ class Communicator {
   size_t chunk_bytes_;
   std::unique_ptr<algo::Selector> selector_;
   std::unique_ptr<bootstrap::StoreClient> store_;
-  std::unique_ptr<transport::Transport> transport_;
+  std::unique_ptr<Router> transport_;
   std::vector<std::string> addresses_;
   Executor executor_;
   ChannelCounters counters_;

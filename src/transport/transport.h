@@ -63,9 +63,22 @@ class Transport {
 
   // Closes every connection; peers see their connection end (abort).
   virtual void close() = 0;
+
+  // Whether this transport can connect to the rank whose local_address() is
+  // `peer_address` (shared memory: only on the same node).
+  virtual bool reaches(const std::string& peer_address) const = 0;
 };
+
+// Empty when a message (tag, bytes) answers a receive posted for
+// (want_tag, want_bytes); else why not. Every transport checks with it.
+std::string check_match(uint64_t tag, uint64_t bytes, uint64_t want_tag, uint64_t want_bytes);
 
 // TCP sockets over the interface COLL_SOCKET_IFNAME picks (transport/tcp/).
 std::unique_ptr<Transport> make_tcp_transport(int rank, int nranks, const auth::Secret& secret);
+
+// Shared memory between ranks of one node (transport/shm/). `job_tag` names
+// the job's segments; `host_id` is this node's identity.
+std::unique_ptr<Transport> make_shm_transport(int rank, int nranks, const std::string& job_tag,
+                                              const std::string& host_id);
 
 }  // namespace coll::transport

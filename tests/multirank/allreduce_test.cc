@@ -76,15 +76,17 @@ void full_matrix(int rank, int nranks, const coll_unique_id_t& id, const std::ve
 }
 
 // Every algorithm (set through COLL_ALGO, as a user would) and the cost
-// model's own choice ("auto"). The small-message algorithms move n-1 (direct)
-// or log2(n) (recursive doubling) whole vectors per rank, so their largest
-// count is smaller: the matrix stays inside CI's time.
-using AlgoRanks = std::tuple<std::string, int>;
+// model's own choice ("auto"), over shared memory (all ranks share this
+// node) and over TCP (COLL_TRANSPORTS=tcp). The small-message algorithms
+// move n-1 (direct) or log2(n) (recursive doubling) whole vectors per rank,
+// so their largest count is smaller; TCP runs a subset of rank counts: the
+// matrix stays inside CI's time.
+using AlgoRanks = std::tuple<std::string, int, std::string>;
 class AllreduceMatrix : public ::testing::TestWithParam<AlgoRanks> {};
 
 TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
-  const auto& [algorithm, nranks] = GetParam();
-  RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}}};
+  const auto& [algorithm, nranks, transports] = GetParam();
+  RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}, {"COLL_TRANSPORTS", transports}}};
   if (algorithm != "auto") options.env["COLL_ALGO"] = "allreduce:" + algorithm;
   const bool small_only = algorithm == "direct" || algorithm == "recursive_doubling";
   const std::vector<size_t> counts = small_only ? std::vector<size_t>{0, 1, 7, 1023, 65537}
@@ -92,33 +94,39 @@ TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
   run_ranks(nranks, [&](int rank, int n, const coll_unique_id_t& id) { full_matrix(rank, n, id, counts); }, options);
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, AllreduceMatrix,
+std::string matrix_name(const ::testing::TestParamInfo<AlgoRanks>& info) {
+  std::string t = std::get<2>(info.param) == "tcp" ? "tcp" : "shm";
+  return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks_" + t;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shm, AllreduceMatrix,
                          ::testing::Combine(::testing::Values("auto", "ring", "tree", "halving_doubling",
                                                               "recursive_doubling", "direct"),
-                                            ::testing::Values(1, 2, 3, 4, 5, 8)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
-                         });
+                                            ::testing::Values(1, 2, 3, 4, 5, 8), ::testing::Values("shm,tcp")),
+                         matrix_name);
+INSTANTIATE_TEST_SUITE_P(Tcp, AllreduceMatrix,
+                         ::testing::Combine(::testing::Values("auto", "ring", "tree", "halving_doubling"),
+                                            ::testing::Values(2, 3, 8), ::testing::Values("tcp")),
+                         matrix_name);
 
 // Small chunks: many chunks per block, so the pipeline (a chunk of step s+1
 // leaving while step s is still arriving) and the staging pool are exercised.
 class AllreducePipelined : public ::testing::TestWithParam<AlgoRanks> {};
 
 TEST_P(AllreducePipelined, ExactWithManySmallChunks) {
-  const auto& [algorithm, nranks] = GetParam();
+  const auto& [algorithm, nranks, transports] = GetParam();
   run_ranks(nranks, [](int rank, int n, const coll_unique_id_t& id) { full_matrix(rank, n, id, {1023, 65537}); },
             RankOptions{.limit_s = 300,
                         .env = {{"COLL_CHUNK_BYTES", "256"},
                                 {"COLL_TIMEOUT_MS", "120000"},
+                                {"COLL_TRANSPORTS", transports},
                                 {"COLL_ALGO", "allreduce:" + algorithm}}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, AllreducePipelined,
                          ::testing::Combine(::testing::Values("ring", "tree", "halving_doubling"),
-                                            ::testing::Values(3, 5)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
-                         });
+                                            ::testing::Values(3, 5), ::testing::Values("shm,tcp", "tcp")),
+                         matrix_name);
 
 // The C++ layer: spans, RAII, and exceptions carrying the code.
 TEST(AllreduceCxx, SpansAndExceptions) {

@@ -130,13 +130,16 @@ bool alltoall_case(const Ctx& x, coll_datatype_t t, size_t count, bool in_place)
   return !::testing::Test::HasFailure();
 }
 
-// (collective, algorithm, nranks)
-using Param = std::tuple<std::string, std::string, int>;
+// (collective, algorithm, nranks, COLL_TRANSPORTS)
+using Param = std::tuple<std::string, std::string, int, std::string>;
 class Collectives : public ::testing::TestWithParam<Param> {};
 
 TEST_P(Collectives, ExactForEveryDtypeCountPlacementAndRoot) {
-  const auto& [collective, algorithm, nranks] = GetParam();
-  RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}, {"COLL_ALGO", collective + ":" + algorithm}}};
+  const auto& [collective, algorithm, nranks, transports] = GetParam();
+  RankOptions options{.limit_s = 500,
+                      .env = {{"COLL_TIMEOUT_MS", "120000"},
+                              {"COLL_ALGO", collective + ":" + algorithm},
+                              {"COLL_TRANSPORTS", transports}}};
   run_ranks(nranks, [&, collective = collective](int rank, int n, const coll_unique_id_t& id) {
     coll_comm_t comm = init_or_die(rank, n, id);
     ASSERT_NE(comm, nullptr);
@@ -180,14 +183,17 @@ std::vector<Param> params() {
                                                        {"allgather", "ring"}, {"reduce_scatter", "ring"},
                                                        {"alltoall", "direct"}};
   std::vector<Param> out;
-  for (const auto& [c, a] : pairs)
-    for (int n : {1, 2, 3, 4, 5, 8}) out.emplace_back(c, a, n);
+  // Shared memory (every rank on this node) for every rank count; TCP for a subset, for time.
+  for (const auto& [c, a] : pairs) {
+    for (int n : {1, 2, 3, 4, 5, 8}) out.emplace_back(c, a, n, "shm,tcp");
+    for (int n : {2, 3, 8}) out.emplace_back(c, a, n, "tcp");
+  }
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Family, Collectives, ::testing::ValuesIn(params()), [](const auto& info) {
   return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" + std::to_string(std::get<2>(info.param)) +
-         "ranks";
+         "ranks_" + (std::get<3>(info.param) == "tcp" ? "tcp" : "shm");
 });
 
 }  // namespace

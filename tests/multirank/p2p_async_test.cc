@@ -3,6 +3,7 @@
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -209,6 +210,42 @@ TEST(Async, SeveralInFlightCompletedOutOfOrder) {
     coll_comm_destroy(comm);
   }, RankOptions{.limit_s = 120, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
 }
+
+}  // namespace
+}  // namespace coll::testing
+
+namespace coll::testing {
+namespace {
+
+// A rank killed with SIGKILL in the middle of a loop of allreduces: every
+// survivor gets an error (not a hang) within the timeout, for each transport,
+// and nothing is left in /dev/shm (run_ranks checks).
+class KillMidLoop : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KillMidLoop, SurvivorsGetAnErrorAndNothingIsLeft) {
+  constexpr int kTimeoutMs = 5000;
+  run_ranks(4, [](int rank, int n, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, n, id);
+    ASSERT_NE(comm, nullptr);
+    std::vector<float> v(1 << 16, 1.0f);
+    auto start = std::chrono::steady_clock::now();
+    coll_result_t r = COLL_SUCCESS;
+    for (int i = 0; i < 100000 && r == COLL_SUCCESS; ++i) {
+      if (rank == 2 && i == 20) raise(SIGKILL);
+      r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_MAX, comm, nullptr);
+      if (r == COLL_SUCCESS) start = std::chrono::steady_clock::now();
+    }
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(r == COLL_REMOTE_ERROR || r == COLL_TIMEOUT) << coll_get_error_string(r);
+    EXPECT_LE(ms, kTimeoutMs + 2000.0) << "rank " << rank << ": " << coll_get_last_error(comm);
+    coll_comm_destroy(comm);
+  }, RankOptions{.limit_s = 60,
+                 .env = {{"COLL_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLL_TRANSPORTS", GetParam()}},
+                 .killed_rank = 2});
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, KillMidLoop, ::testing::Values("tcp", "shm"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace coll::testing

@@ -1,7 +1,7 @@
 // One TCP message of more than 4 GiB between two processes (label "large":
 // about 9 GiB of memory; leave it out with ctest -LE large).
 #include "support/multirank.h"
-#include "support/tcp_link.h"
+#include "support/transport_link.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

@@ -1,13 +1,15 @@
-// The TCP transport between real processes, below any collective: ordering,
-// zero-length and odd sizes, tag/length mismatch detection, a peer that goes
-// away, and a stranger on the transport port.
+// The transport conformance suite: what every transport must do, written
+// once and run for each (tcp, shm; later ones add themselves to the list):
+// ordering, zero-length and odd sizes, many tiny messages, tag/length
+// mismatch detection, a peer that goes away, an abort mid-transfer. Then
+// what is TCP's own: a stranger on its port.
 #include "transport/transport.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
 #include "core/error.h"
 #include "core/socket.h"
 #include "support/multirank.h"
-#include "support/tcp_link.h"
+#include "support/transport_link.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -21,9 +23,11 @@
 namespace coll::testing {
 namespace {
 
-TEST(TcpTransport, ManyMessagesOfEverySizeArriveInOrder) {
-  run_ranks(2, [](int rank, int, const coll_unique_id_t& id) {
-    Link link = connect_pair(rank, id);
+class Conformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Conformance, ManyMessagesOfEverySizeArriveInOrder) {
+  run_ranks(2, [&](int rank, int, const coll_unique_id_t& id) {
+    Link link = connect_pair(rank, id, GetParam());
     const int peer = 1 - rank;
     const std::vector<size_t> sizes = {0, 1, 7, 4096, 65537, 1 << 20, 0, 3, 5 << 20};
     std::vector<std::vector<uint8_t>> out, in;
@@ -49,9 +53,9 @@ TEST(TcpTransport, ManyMessagesOfEverySizeArriveInOrder) {
   });
 }
 
-TEST(TcpTransport, ALengthMismatchIsAnErrorNotCorruption) {
-  run_ranks(2, [](int rank, int, const coll_unique_id_t& id) {
-    Link link = connect_pair(rank, id);
+TEST_P(Conformance, ALengthMismatchIsAnErrorNotCorruption) {
+  run_ranks(2, [&](int rank, int, const coll_unique_id_t& id) {
+    Link link = connect_pair(rank, id, GetParam());
     std::vector<uint8_t> buf(100, 1);
     if (rank == 0) {
       wait_all(*link.transport, {link.transport->post_send(1, buf.data(), 64, 5)});
@@ -73,9 +77,9 @@ TEST(TcpTransport, ALengthMismatchIsAnErrorNotCorruption) {
   });
 }
 
-TEST(TcpTransport, APeerThatExitsIsARemoteErrorNamingIt) {
-  run_ranks(2, [](int rank, int, const coll_unique_id_t& id) {
-    Link link = connect_pair(rank, id);
+TEST_P(Conformance, APeerThatExitsIsARemoteErrorNamingIt) {
+  run_ranks(2, [&](int rank, int, const coll_unique_id_t& id) {
+    Link link = connect_pair(rank, id, GetParam());
     if (rank == 1) _exit(0);  // leaves without a word
     std::vector<uint8_t> buf(10);
     link.transport->post_recv(1, buf.data(), buf.size(), 1);
@@ -89,6 +93,54 @@ TEST(TcpTransport, APeerThatExitsIsARemoteErrorNamingIt) {
     }
   });
 }
+
+// Closing (abort) mid-transfer: the aborting rank's calls fail at once, and
+// its peer's pending transfer becomes an error, not a hang.
+TEST_P(Conformance, AbortMidTransferFailsBothEnds) {
+  run_ranks(2, [&](int rank, int, const coll_unique_id_t& id) {
+    Link link = connect_pair(rank, id, GetParam());
+    std::vector<uint8_t> buf(64 << 20, 7);
+    if (rank == 0) {
+      link.transport->post_send(1, buf.data(), buf.size(), 1);
+      try {
+        std::vector<transport::RequestId> done;
+        for (int i = 0; i < 400; ++i) link.transport->poll(done, 25);
+        ADD_FAILURE() << "the send survived the receiver's abort";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Code::kRemote) << e.what();
+        EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+      }
+      return;
+    }
+    link.transport->post_recv(0, buf.data(), buf.size(), 1);
+    std::vector<transport::RequestId> done;
+    for (int i = 0; i < 3; ++i) link.transport->poll(done, 5);  // part of it arrives
+    link.transport->close();
+    EXPECT_THROW(link.transport->poll(done, 5), Error);
+    usleep(3000000);  // stay alive: the peer must see the abort, not our exit
+  }, RankOptions{.limit_s = 60});
+}
+
+// Many small messages both ways at once, fewer than the transport's buffering.
+TEST_P(Conformance, ThousandsOfTinyMessagesBothWays) {
+  run_ranks(2, [&](int rank, int, const coll_unique_id_t& id) {
+    Link link = connect_pair(rank, id, GetParam());
+    const int kCount = 5000;
+    std::vector<uint32_t> out(kCount), in(kCount, 0);
+    std::vector<transport::RequestId> ids;
+    for (int k = 0; k < kCount; ++k) {
+      out[static_cast<size_t>(k)] = static_cast<uint32_t>(k * 7 + rank);
+      ids.push_back(link.transport->post_send(1 - rank, &out[static_cast<size_t>(k)], 4, static_cast<uint64_t>(k)));
+      ids.push_back(link.transport->post_recv(1 - rank, &in[static_cast<size_t>(k)], 4, static_cast<uint64_t>(k)));
+    }
+    wait_all(*link.transport, ids, 60000);
+    for (int k = 0; k < kCount; ++k) ASSERT_EQ(in[static_cast<size_t>(k)], static_cast<uint32_t>(k * 7 + 1 - rank));
+  });
+}
+
+// "shm_slots": shared memory with single copy off, so every message goes through the slots.
+INSTANTIATE_TEST_SUITE_P(Transports, Conformance, ::testing::Values("tcp", "shm", "shm_slots"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // A stranger connects to rank 0's transport port before rank 1 does: it must
 // be refused, and rank 1 still gets through.

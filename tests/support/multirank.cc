@@ -1,5 +1,10 @@
 #include "support/multirank.h"
 
+#include "bootstrap/unique_id.h"
+#include "core/router.h"
+
+#include <dirent.h>
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -114,13 +119,30 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
   for (int r = 0; r < nranks; ++r) {
     size_t i = static_cast<size_t>(r);
     if (pids[i] <= 0) continue;
+    if (r == options.killed_rank) {
+      EXPECT_TRUE(WIFSIGNALED(status[i]) && WTERMSIG(status[i]) == SIGKILL) << "rank " << r << " was to be killed";
+      continue;
+    }
     if (WIFSIGNALED(status[i]))
       ADD_FAILURE() << "rank " << r << " of " << nranks << " was killed by signal " << WTERMSIG(status[i])
                     << (killed ? " (still running after " + std::to_string(options.limit_s) + " s)" : "");
     else
       EXPECT_EQ(WEXITSTATUS(status[i]), 0) << "rank " << r << " of " << nranks << " failed (see its output above)";
   }
+  if (shared->ready.load() == 1) expect_no_segments_left(shared->id);
   munmap(shared, sizeof(SharedId));
+}
+
+void expect_no_segments_left(const coll_unique_id_t& raw) {
+  // Every segment of the job starts with the same hash of its secret.
+  std::string prefix = "coll-" + segment_tag(bootstrap::UniqueId::decode(raw).secret, "").substr(0, 12);
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return;
+  std::string left;
+  while (dirent* e = readdir(dir))
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) left += std::string(" ") + e->d_name;
+  closedir(dir);
+  EXPECT_TRUE(left.empty()) << "left in /dev/shm:" << left;
 }
 
 }  // namespace coll::testing

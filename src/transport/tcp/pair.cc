@@ -17,11 +17,7 @@ constexpr size_t kMaxPerSyscall = size_t{1} << 30;
 
 std::string check_frame(const FrameHeader& got, uint64_t tag, size_t bytes) {
   if (got.magic != kFrameMagic) return str_cat("bad frame magic 0x", std::hex, got.magic);
-  if (got.tag != tag || got.bytes != bytes)
-    return str_cat("message of ", got.bytes, " bytes (tag 0x", std::hex, got.tag, std::dec, ") arrived where ", bytes,
-                   " bytes (tag 0x", std::hex, tag, std::dec,
-                   ") were expected: the ranks called different collectives, counts or datatypes");
-  return {};
+  return check_match(got.tag, got.bytes, tag, bytes);
 }
 
 Pair::Pair(int self, int peer, net::Fd fd, std::string peer_address)

@@ -1,15 +1,18 @@
-// Two ranks' TCP transports connected through the job's bootstrap store,
-// for transport-level tests below any collective.
+// Two ranks' transports of one kind ("tcp" or "shm") connected through the
+// job's bootstrap store, for the transport conformance suite: tests below
+// any collective, written once, run for every transport.
 #pragma once
 
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
 #include "core/error.h"
+#include "core/router.h"
 #include "transport/transport.h"
 
 #include <coll/coll.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,13 +25,21 @@ struct Link {
   std::vector<std::string> addresses;
 };
 
-// Two ranks, their transports connected through the job's store.
-inline Link connect_pair(int rank, const coll_unique_id_t& raw) {
+inline std::unique_ptr<transport::Transport> make_transport(const std::string& kind, int rank, int nranks,
+                                                            const bootstrap::UniqueId& id) {
+  if (kind == "shm_slots") setenv("COLL_SHM_SINGLE_COPY", "0", 1);
+  if (kind == "shm" || kind == "shm_slots")
+    return transport::make_shm_transport(rank, nranks, segment_tag(id.secret, "test"), host_id());
+  return transport::make_tcp_transport(rank, nranks, id.secret);
+}
+
+// Ranks 0 and 1, connected to each other.
+inline Link connect_pair(int rank, const coll_unique_id_t& raw, const std::string& kind = "tcp") {
   auto id = bootstrap::UniqueId::decode(raw);
   auto deadline = Deadline::after_ms(20000);
   Link link;
   link.store = std::make_unique<bootstrap::StoreClient>(id, deadline);
-  link.transport = transport::make_tcp_transport(rank, 2, id.secret);
+  link.transport = make_transport(kind, rank, 2, id);
   link.store->set("addr/" + std::to_string(rank), link.transport->local_address(), deadline);
   link.addresses = {link.store->get("addr/0", deadline, "rank 0"), link.store->get("addr/1", deadline, "rank 1")};
   link.transport->connect({1 - rank}, link.addresses, deadline);

@@ -1,0 +1,154 @@
+#include "core/router.h"
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+namespace coll {
+namespace {
+
+// The part of a router address that belongs to transport `name`.
+std::string part_for(const std::string& address, const std::string& name) {
+  std::stringstream in(address);
+  std::string item;
+  while (std::getline(in, item, ';'))
+    if (item.rfind(name + "=", 0) == 0) return item.substr(name.size() + 1);
+  return "";
+}
+
+}  // namespace
+
+std::string host_id() {
+  std::string configured = config::get_string("COLL_HOSTID");
+  if (!configured.empty()) return configured;
+  char name[256] = "?";
+  gethostname(name, sizeof(name) - 1);
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(boot, boot_id);
+  return std::string(name) + ":" + boot_id;
+}
+
+std::string segment_tag(const auth::Secret& secret, const std::string& prefix) {
+  std::string tag = auth::to_hex(auth::secret_from_text("coll-shm:" + auth::to_hex(secret))).substr(0, 12);
+  for (char c : prefix) tag += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return tag;
+}
+
+std::vector<std::unique_ptr<transport::Transport>> make_transports(int rank, int nranks, const auth::Secret& secret,
+                                                                   const std::string& job_tag) {
+  std::string setting = config::get_string("COLL_TRANSPORTS");
+  std::vector<std::unique_ptr<transport::Transport>> out;
+  std::stringstream in(setting);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (name == "shm") out.push_back(transport::make_shm_transport(rank, nranks, job_tag, host_id()));
+    else if (name == "tcp") out.push_back(transport::make_tcp_transport(rank, nranks, secret));
+    else fail(Code::kInvalidArgument, "COLL_TRANSPORTS='", setting, "': unknown transport '", name, "' (shm, tcp)");
+  }
+  if (out.empty()) fail(Code::kInvalidArgument, "COLL_TRANSPORTS='", setting, "' names no transport");
+  return out;
+}
+
+Router::Router(int rank, std::vector<std::unique_ptr<transport::Transport>> transports)
+    : rank_(rank), transports_(std::move(transports)) {
+  caps_.name = "router";
+  ids_.resize(transports_.size());
+}
+
+std::string Router::local_address() const {
+  std::string out;
+  for (const auto& t : transports_) out += (out.empty() ? "" : ";") + t->capabilities().name + "=" + t->local_address();
+  return out;
+}
+
+size_t Router::choose(int peer, const std::string& address) const {
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    std::string part = part_for(address, transports_[i]->capabilities().name);
+    if (!part.empty() && transports_[i]->reaches(part)) return i;
+  }
+  fail(Code::kInvalidUsage, "rank ", rank_, ": no transport in COLL_TRANSPORTS='",
+       config::get_string("COLL_TRANSPORTS"), "' reaches rank ", peer, " (its transports: ", address, ")");
+}
+
+void Router::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
+                     const Deadline& deadline) {
+  std::vector<std::vector<int>> per(transports_.size());
+  for (int peer : peers) {
+    if (!route_.count(peer)) {
+      size_t i = choose(peer, addresses.at(static_cast<size_t>(peer)));
+      route_[peer] = i;
+      log::info(log::kNet, "rank ", rank_, " -> rank ", peer, ": ", transports_[i]->capabilities().name);
+    }
+    per[route_[peer]].push_back(peer);
+  }
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    std::vector<std::string> mine;
+    for (const auto& a : addresses) mine.push_back(part_for(a, transports_[i]->capabilities().name));
+    transports_[i]->connect(per[i], mine, deadline);
+  }
+}
+
+transport::RequestId Router::post_send(int peer, const void* data, size_t bytes, uint64_t tag) {
+  size_t i = route_.at(peer);
+  transport::RequestId id = next_++;
+  ids_[i][transports_[i]->post_send(peer, data, bytes, tag)] = id;
+  return id;
+}
+
+transport::RequestId Router::post_recv(int peer, void* data, size_t bytes, uint64_t tag) {
+  size_t i = route_.at(peer);
+  transport::RequestId id = next_++;
+  ids_[i][transports_[i]->post_recv(peer, data, bytes, tag)] = id;
+  return id;
+}
+
+// Polls every transport with work; when several have work, none may sleep
+// long on its own wait, so each gets a slice.
+void Router::poll(std::vector<transport::RequestId>& done, int timeout_ms) {
+  std::vector<size_t> active;
+  for (size_t i = 0; i < transports_.size(); ++i)
+    if (!ids_[i].empty()) active.push_back(i);
+  if (active.empty()) return;
+  const int slice = active.size() == 1 ? timeout_ms : std::min(timeout_ms, 1);
+  for (size_t k = 0; k < active.size(); ++k) {
+    size_t i = active[k];
+    inner_done_.clear();
+    // Only the last transport waits: earlier ones just make progress.
+    transports_[i]->poll(inner_done_, k + 1 == active.size() ? slice : 0);
+    for (transport::RequestId inner : inner_done_) {
+      done.push_back(ids_[i].at(inner));
+      ids_[i].erase(inner);
+    }
+  }
+}
+
+std::string Router::pending_with(int peer) const {
+  auto it = route_.find(peer);
+  return it == route_.end() ? str_cat("no connection to rank ", peer) : transports_[it->second]->pending_with(peer);
+}
+
+void Router::close() {
+  for (auto& t : transports_) t->close();
+}
+
+std::string Router::slowest_for(const std::vector<std::string>& addresses) const {
+  size_t worst = 0;
+  for (size_t r = 0; r < addresses.size(); ++r)
+    if (static_cast<int>(r) != rank_) worst = std::max(worst, choose(static_cast<int>(r), addresses[r]));
+  return transports_[worst]->capabilities().name;
+}
+
+std::string Router::transport_of(int peer) const {
+  auto it = route_.find(peer);
+  return it == route_.end() ? "" : transports_[it->second]->capabilities().name;
+}
+
+}  // namespace coll

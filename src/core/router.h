@@ -1,0 +1,62 @@
+// Several transports behind one: each peer is served by the first transport
+// (in COLL_TRANSPORTS order) that reaches it — shared memory for ranks on
+// this node, TCP otherwise. The choice is by capability (Transport::reaches),
+// never by a transport's name, and is logged per peer at INFO.
+#pragma once
+
+#include "transport/transport.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace coll {
+
+class Router final : public transport::Transport {
+ public:
+  Router(int rank, std::vector<std::unique_ptr<transport::Transport>> transports);
+
+  const transport::Capabilities& capabilities() const override { return caps_; }
+  // Every transport's address: "<name>=<address>" joined by ';'.
+  std::string local_address() const override;
+  void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
+               const Deadline& deadline) override;
+  transport::RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
+  transport::RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
+  void poll(std::vector<transport::RequestId>& done, int timeout_ms) override;
+  std::string pending_with(int peer) const override;
+  void close() override;
+  bool reaches(const std::string&) const override { return true; }
+
+  // The transport serving `peer` ("shm", "tcp"), or "" before connect.
+  std::string transport_of(int peer) const;
+
+  // The slowest transport any pair of ranks will use: the last, in
+  // preference order, that some peer needs ("shm" when all share this node).
+  std::string slowest_for(const std::vector<std::string>& addresses) const;
+
+ private:
+  size_t choose(int peer, const std::string& address) const;
+
+  int rank_;
+  std::vector<std::unique_ptr<transport::Transport>> transports_;
+  transport::Capabilities caps_;
+  std::map<int, size_t> route_;  // peer -> index into transports_
+  std::vector<std::map<transport::RequestId, transport::RequestId>> ids_;  // inner -> outer, per transport
+  std::vector<transport::RequestId> inner_done_;
+  transport::RequestId next_ = 1;
+};
+
+// The transports COLL_TRANSPORTS names, in its order ("shm,tcp" by default).
+std::vector<std::unique_ptr<transport::Transport>> make_transports(int rank, int nranks, const auth::Secret& secret,
+                                                                   const std::string& job_tag);
+
+// This node's identity: COLL_HOSTID, else hostname and boot id.
+std::string host_id();
+
+// Names a communicator's shared-memory segments: a hash of the job secret
+// (never the secret) and the communicator's store prefix.
+std::string segment_tag(const auth::Secret& secret, const std::string& prefix);
+
+}  // namespace coll

@@ -1,0 +1,84 @@
+// One rank's inbound shared-memory segment: a header, then one
+// single-producer/single-consumer ring per local peer (ring i carries the
+// messages of the i-th rank on this node), then the rings' slots.
+// Counters sit on their own cache lines so producer and consumer never
+// write the same line.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace coll::transport::shm {
+
+struct alignas(64) RingHeader {
+  alignas(64) std::atomic<uint64_t> head;       // slots published (producer)
+  alignas(64) std::atomic<uint64_t> tail;       // slots released (consumer)
+  alignas(64) std::atomic<uint64_t> cma_acked;  // single-copy messages read (consumer)
+  std::atomic<uint32_t> cma_ok;                 // the consumer can read the producer's memory
+};
+
+enum class SlotKind : uint32_t { kData = 0, kCma = 1 };
+
+struct alignas(64) SlotHeader {
+  uint64_t tag;
+  uint64_t total;   // bytes of the whole message
+  uint64_t offset;  // of this slot's payload in the message
+  uint32_t length;  // payload bytes in this slot
+  SlotKind kind;
+  uint64_t cma_address;  // kCma: where the message is in the producer
+  int32_t cma_pid;
+};
+
+struct alignas(64) SegmentHeader {
+  uint64_t magic;
+  uint32_t nlocal;
+  uint32_t nslots;
+  uint32_t slot_bytes;
+  int32_t pid;
+  uint64_t probe_address;  // a word peers read with process_vm_readv to test single copy
+  uint64_t probe_value;
+  alignas(64) std::atomic<uint32_t> doorbell;  // bumped by anyone with news for the owner
+  std::atomic<uint32_t> sleepers;              // the owner is (about to be) asleep on the doorbell
+  alignas(64) std::atomic<int32_t> attached;   // local peers that have mapped this segment
+  std::atomic<uint32_t> aborted;               // the owner aborted: its peers must stop waiting on it
+};
+
+class Segment {
+ public:
+  Segment() = default;
+  Segment(Segment&& other) noexcept;
+  Segment& operator=(Segment&& other) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+  ~Segment();
+
+  // Creates /dev/shm/<name> (name starts with '/'); kSystem with the space
+  // it needs when /dev/shm is too small.
+  static Segment create(const std::string& name, uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes);
+  // Maps an existing segment; false while it does not exist yet.
+  static bool try_open(const std::string& name, Segment* out);
+
+  static size_t bytes_for(uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes);
+
+  SegmentHeader& header() const { return *static_cast<SegmentHeader*>(base_); }
+  RingHeader& ring(uint32_t i) const;
+  SlotHeader& slot(uint32_t ring, uint64_t index) const;  // index modulo nslots
+  char* payload(SlotHeader& slot) const { return reinterpret_cast<char*>(&slot + 1); }
+  void unlink();
+  const std::string& name() const { return name_; }
+  bool mapped() const { return base_ != nullptr; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  std::string name_;
+  bool linked_ = false;
+};
+
+// futex wait/wake on a word in shared memory (not FUTEX_PRIVATE: other processes wake us).
+void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, int timeout_ms);
+void futex_wake(std::atomic<uint32_t>& word);
+
+}  // namespace coll::transport::shm

@@ -1,0 +1,88 @@
+// The shared-memory transport, for ranks on one node.
+//
+// Each rank owns one inbound segment in /dev/shm holding a ring per local
+// peer (segment.h). A sender copies a message into the receiver's ring for
+// it, slot by slot, and the receiver copies it out into the posted buffer:
+// chunks pipeline through the slots. A message of at least
+// kSingleCopyBytes instead travels as a descriptor, and the receiver reads it
+// straight from the sender's memory with process_vm_readv (cross-memory
+// attach) — one copy — when an init-time probe showed the kernel allows it.
+//
+// Segments are unlinked as soon as every local rank has mapped them, so
+// nothing is left in /dev/shm even after kill -9. Waiting spins briefly,
+// then sleeps on a futex in the owner's segment that every peer rings when
+// it has news: ranks never burn a core that another rank needs.
+#pragma once
+
+#include "transport/shm/segment.h"
+#include "transport/transport.h"
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coll::transport::shm {
+
+class ShmTransport final : public Transport {
+ public:
+  ShmTransport(int rank, int nranks, const std::string& job_tag, const std::string& host_id);
+
+  const Capabilities& capabilities() const override { return caps_; }
+  std::string local_address() const override;
+  void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
+               const Deadline& deadline) override;
+  RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
+  RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
+  void poll(std::vector<RequestId>& done, int timeout_ms) override;
+  std::string pending_with(int peer) const override;
+  void close() override;
+  bool reaches(const std::string& peer_address) const override;
+
+  static constexpr size_t kSingleCopyBytes = 256 << 10;
+
+ private:
+  struct Op {
+    RequestId id;
+    char* data;
+    size_t bytes;
+    uint64_t tag;
+    size_t done_bytes = 0;   // copied so far
+    bool started = false;    // first slot written / checked
+    uint64_t ack_target = 0; // single copy: complete when the peer's ack count reaches it
+  };
+  struct Peer {
+    int rank = -1;
+    int pid = 0;
+    uint32_t index_here = 0;   // its ring in our segment
+    uint32_t index_there = 0;  // our ring in its segment
+    Segment segment;           // its inbound segment (we write into it)
+    std::deque<Op> sends, recvs, awaiting_ack;
+    uint64_t single_copies_sent = 0;
+  };
+
+  void setup(const std::vector<std::string>& addresses, const Deadline& deadline);
+  bool progress(std::vector<RequestId>& done);
+  bool progress_sends(Peer& p, std::vector<RequestId>& done);
+  bool progress_recvs(Peer& p, std::vector<RequestId>& done);
+  void ring_bell(SegmentHeader& h);
+  void check_alive(const Peer& p) const;
+  Peer& peer(int rank, const char* doing);
+
+  int rank_;
+  int nranks_;
+  std::string host_id_;
+  std::string name_;
+  Capabilities caps_;
+  Segment own_;
+  std::map<int, Peer> peers_;
+  bool set_up_ = false;
+  std::chrono::microseconds spin_{0};
+  RequestId next_request_ = 1;
+  std::atomic<bool> closed_{false};
+  uint64_t probe_word_;
+};
+
+}  // namespace coll::transport::shm
