@@ -45,7 +45,9 @@ size_t count_mismatches(const Case& c, const void* out, size_t count, Value&& va
   }
   return wrong;
 }
-inline int64_t pattern(const Case& c, int rank, size_t i) { return coll::reference::input_value(c.t, COLL_SUM, rank, i); }
+inline int64_t pattern(const Case& c, int rank, size_t i) {
+  return coll::reference::input_value(c.t, COLL_SUM, rank, i);
+}
 
 struct Ops {
   const char* name;
@@ -75,8 +77,10 @@ inline coll_result_t broadcast_run(const Case& c) {
   return coll_broadcast(c.recv, c.count, c.t, c.root, c.comm, nullptr);
 }
 inline void broadcast_fill(const Case& c) {
-  if (c.rank == c.root) coll::reference::fill_input(c.t, COLL_SUM, c.root, c.count, c.recv);
-  else std::memset(c.recv, 0, c.count * c.es());
+  if (c.rank == c.root)
+    coll::reference::fill_input(c.t, COLL_SUM, c.root, c.count, c.recv);
+  else
+    std::memset(c.recv, 0, c.count * c.es());
 }
 inline size_t broadcast_wrong(const Case& c) {
   return count_mismatches(c, c.recv, c.count, [&](size_t i) { return pattern(c, c.root, i); });

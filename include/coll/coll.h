@@ -216,9 +216,9 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, col
  * ------------------------------------------------------------------------- */
 typedef struct coll_request* coll_request_t;
 
-COLL_API coll_result_t coll_allreduce_async(const void* sendbuf, void* recvbuf, size_t count,
-                                            coll_datatype_t datatype, coll_redop_t op, coll_comm_t comm,
-                                            coll_stream_t stream, coll_request_t* request);
+COLL_API coll_result_t coll_allreduce_async(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,
+                                            coll_redop_t op, coll_comm_t comm, coll_stream_t stream,
+                                            coll_request_t* request);
 COLL_API coll_result_t coll_broadcast_async(void* buf, size_t count, coll_datatype_t datatype, int root,
                                             coll_comm_t comm, coll_stream_t stream, coll_request_t* request);
 COLL_API coll_result_t coll_reduce_async(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,

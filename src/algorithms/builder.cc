@@ -20,7 +20,8 @@ ScheduleBuilder::ScheduleBuilder(std::string algorithm, size_t elem_size, std::o
 
 ScheduleBuilder::Memory& ScheduleBuilder::memory_of(Region& region) {
   switch (region.buffer) {
-    case BufferId::kScratch: return scratch_;
+    case BufferId::kScratch:
+      return scratch_;
     case BufferId::kRecv:
       region.offset += kAliasBase;
       return recv_;

@@ -34,9 +34,9 @@ struct CollShape {
   // block (alltoall), of the message (send, recv).
   size_t count = 0;
   size_t elem_size = 1;
-  int root = 0;                       // broadcast and reduce; the peer of send and recv
-  bool average = false;               // COLL_AVG: divide once at the end
-  std::optional<int64_t> send_offset; // in place: input address minus output address
+  int root = 0;                        // broadcast and reduce; the peer of send and recv
+  bool average = false;                // COLL_AVG: divide once at the end
+  std::optional<int64_t> send_offset;  // in place: input address minus output address
   size_t chunk_bytes = 1 << 19;
 
   bool in_place() const { return send_offset.has_value(); }

@@ -40,11 +40,11 @@ CostModel CostModel::parse(const std::string& text, const std::string& origin) {
     auto dot = key.find('.');
     std::string cls = key.substr(0, dot), param = dot == std::string::npos ? "" : key.substr(dot + 1);
     LinkModel* link = cls == "tcp" ? &m.tcp : cls == "shm" ? &m.shm : nullptr;
-    double* field = link == nullptr                      ? nullptr
-                    : param == "alpha_us"                ? &link->alpha_us
-                    : param == "beta_ns_per_byte"        ? &link->beta_ns_per_byte
-                    : param == "gamma_ns_per_byte"       ? &link->gamma_ns_per_byte
-                                                         : nullptr;
+    double* field = link == nullptr                ? nullptr
+                    : param == "alpha_us"          ? &link->alpha_us
+                    : param == "beta_ns_per_byte"  ? &link->beta_ns_per_byte
+                    : param == "gamma_ns_per_byte" ? &link->gamma_ns_per_byte
+                                                   : nullptr;
     if (field == nullptr)
       fail(Code::kInvalidArgument, origin, ":", number, ": unknown parameter '", key,
            "' (classes tcp, shm; parameters alpha_us, beta_ns_per_byte, gamma_ns_per_byte)");

@@ -13,6 +13,7 @@
 // same at the root; alltoall (n-1) alpha + (n-1)/n S beta (S: the whole input).
 #include "algorithms/algorithms.h"
 #include "algorithms/builder.h"
+#include "algorithms/common.h"
 #include "algorithms/partition.h"
 
 namespace coll::algo {
@@ -26,8 +27,10 @@ void reduce_in_rank_order(ScheduleBuilder& b, const CollShape& shape, Region own
   const Region acc{BufferId::kScratch, 0};
   for (int k = 0; k < shape.nranks; ++k) {
     if (k == shape.rank) {
-      if (k == 0) b.copy(own, acc, bytes);
-      else b.reduce(own, acc, bytes);
+      if (k == 0)
+        b.copy(own, acc, bytes);
+      else
+        b.reduce(own, acc, bytes);
     } else if (k == 0) {
       b.recv(k, acc, bytes);
     } else {
@@ -43,11 +46,7 @@ void reduce_in_rank_order(ScheduleBuilder& b, const CollShape& shape, Region own
 Schedule direct_allreduce(const CollShape& shape) {
   const size_t bytes = shape.count * shape.elem_size;
   ScheduleBuilder b("direct", shape.elem_size, shape.send_offset, shape.nranks > 1 ? bytes : 0);
-  if (shape.count == 0) return b.finish();
-  if (shape.nranks == 1) {
-    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, bytes);
-    return b.finish();
-  }
+  if (nothing_to_move(b, shape)) return b.finish();
   for (int i = 1; i < shape.nranks; ++i) b.send(wrap(shape.rank + i, shape.nranks), {BufferId::kSend, 0}, bytes);
   reduce_in_rank_order(b, shape, {BufferId::kSend, 0});
   return b.finish();
@@ -57,11 +56,7 @@ Schedule direct_reduce(const CollShape& shape) {
   const size_t bytes = shape.count * shape.elem_size;
   const bool root = shape.rank == shape.root;
   ScheduleBuilder b("direct", shape.elem_size, shape.send_offset, root && shape.nranks > 1 ? bytes : 0);
-  if (shape.count == 0) return b.finish();
-  if (shape.nranks == 1) {
-    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, bytes);
-    return b.finish();
-  }
+  if (nothing_to_move(b, shape)) return b.finish();
   if (!root) {
     b.send(shape.root, {BufferId::kSend, 0}, bytes);
     return b.finish();
@@ -83,7 +78,8 @@ Schedule direct_alltoall(const CollShape& shape) {
   if (shape.count == 0) return b.finish();
   const BufferId from = aside ? BufferId::kScratch : BufferId::kSend;
   if (aside) b.copy({BufferId::kSend, 0}, {BufferId::kScratch, 0}, block * static_cast<size_t>(n));
-  if (!shape.in_place()) b.copy({BufferId::kSend, block * static_cast<size_t>(r)}, {BufferId::kRecv, block * static_cast<size_t>(r)}, block);
+  if (!shape.in_place())
+    b.copy({BufferId::kSend, block * static_cast<size_t>(r)}, {BufferId::kRecv, block * static_cast<size_t>(r)}, block);
   for (int i = 1; i < n; ++i) {
     const int to = wrap(r + i, n), source = wrap(r - i, n);
     b.send(to, {from, block * static_cast<size_t>(to)}, block);

@@ -15,8 +15,10 @@ struct Fold {
   int new_rank;  // in 0..p-1, or -1 for an even rank that sits out
 
   Fold(int rank_, int n_) : rank(rank_), n(n_), p(power_of_two_floor(n_)), rem(n_ - p) {
-    if (rank < 2 * rem) new_rank = rank % 2 == 1 ? rank / 2 : -1;
-    else new_rank = rank - rem;
+    if (rank < 2 * rem)
+      new_rank = rank % 2 == 1 ? rank / 2 : -1;
+    else
+      new_rank = rank - rem;
   }
   bool active() const { return new_rank >= 0; }
   // The real rank of new rank q.
@@ -32,8 +34,10 @@ inline BufferId fold_in(ScheduleBuilder& b, const Fold& f, const CollShape& shap
   for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
     Span piece = chunk_span(all, chunk, c);
     Region r{BufferId::kSend, piece.offset * es};
-    if (f.active()) b.recv_reduce(f.rank - 1, r, Region{BufferId::kRecv, piece.offset * es}, piece.count * es);
-    else b.send(f.rank + 1, r, piece.count * es);
+    if (f.active())
+      b.recv_reduce(f.rank - 1, r, Region{BufferId::kRecv, piece.offset * es}, piece.count * es);
+    else
+      b.send(f.rank + 1, r, piece.count * es);
   }
   return f.active() ? BufferId::kRecv : BufferId::kSend;
 }
@@ -46,8 +50,10 @@ inline void fold_out(ScheduleBuilder& b, const Fold& f, const CollShape& shape) 
   for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
     Span piece = chunk_span(all, chunk, c);
     Region r{BufferId::kRecv, piece.offset * es};
-    if (f.active()) b.send(f.rank - 1, r, piece.count * es);
-    else b.recv(f.rank + 1, r, piece.count * es);
+    if (f.active())
+      b.send(f.rank - 1, r, piece.count * es);
+    else
+      b.recv(f.rank + 1, r, piece.count * es);
   }
 }
 

@@ -19,13 +19,13 @@
 // plus 2 alpha + 2 S beta + S gamma when n is not a power of two.
 #include "algorithms/algorithms.h"
 #include "algorithms/builder.h"
+#include "algorithms/common.h"
 #include "algorithms/fold.h"
 #include "algorithms/partition.h"
 
 namespace coll::algo {
 namespace {
 
-Region at(BufferId buffer, const Span& span, size_t es) { return Region{buffer, span.offset * es}; }
 
 // The elements of blocks [first, last) of `count` cut into p blocks.
 Span blocks(size_t count, int p, int first, int last) {
@@ -39,16 +39,12 @@ Span blocks(size_t count, int p, int first, int last) {
 Schedule halving_doubling_allreduce(const CollShape& shape) {
   const size_t es = shape.elem_size, chunk = shape.chunk_elems();
   ScheduleBuilder b("halving_doubling", es, shape.send_offset);
-  if (shape.count == 0) return b.finish();
-  if (shape.nranks == 1) {
-    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, shape.count * es);
-    return b.finish();
-  }
+  if (nothing_to_move(b, shape)) return b.finish();
   Fold fold(shape.rank, shape.nranks);
   BufferId current = fold_in(b, fold, shape);
   if (fold.active()) {
     const int p = fold.p, q = fold.new_rank;
-    int lo = 0, hi = p;  // our range of blocks
+    int lo = 0, hi = p;                    // our range of blocks
     for (int d = p / 2; d >= 1; d /= 2) {  // reduce-scatter by recursive halving
       const int partner = fold.real_rank(q ^ d), mid = lo + d;
       const bool lower = (q & d) == 0;
@@ -63,7 +59,10 @@ Schedule halving_doubling_allreduce(const CollShape& shape) {
         b.recv_reduce(partner, at(current, piece, es), at(BufferId::kRecv, piece, es), piece.count * es);
       }
       current = BufferId::kRecv;
-      if (lower) hi = mid; else lo = mid;
+      if (lower)
+        hi = mid;
+      else
+        lo = mid;
     }
     if (shape.average) {
       Span own = blocks(shape.count, p, lo, hi);
@@ -82,7 +81,10 @@ Schedule halving_doubling_allreduce(const CollShape& shape) {
         Span piece = chunk_span(theirs, chunk, c);
         b.recv(partner, at(BufferId::kRecv, piece, es), piece.count * es);
       }
-      if (lower) hi += d; else lo -= d;
+      if (lower)
+        hi += d;
+      else
+        lo -= d;
     }
   }
   fold_out(b, fold, shape);

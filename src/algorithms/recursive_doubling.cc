@@ -8,6 +8,7 @@
 // 2 alpha + 2 S beta + S gamma when n is not a power of two.
 #include "algorithms/algorithms.h"
 #include "algorithms/builder.h"
+#include "algorithms/common.h"
 #include "algorithms/fold.h"
 #include "algorithms/partition.h"
 
@@ -16,11 +17,7 @@ namespace coll::algo {
 Schedule recursive_doubling_allreduce(const CollShape& shape) {
   const size_t es = shape.elem_size, chunk = shape.chunk_elems(), bytes = shape.count * es;
   ScheduleBuilder b("recursive_doubling", es, shape.send_offset, shape.nranks > 1 ? bytes : 0);
-  if (shape.count == 0) return b.finish();
-  if (shape.nranks == 1) {
-    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, bytes);
-    return b.finish();
-  }
+  if (nothing_to_move(b, shape)) return b.finish();
   Fold fold(shape.rank, shape.nranks);
   BufferId current = fold_in(b, fold, shape);
   const Span all{0, shape.count};

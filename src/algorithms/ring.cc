@@ -21,12 +21,12 @@
 //   broadcast       (n-1+k-1) (alpha + S/k beta) for k chunks, about (n-1) alpha + S beta
 #include "algorithms/algorithms.h"
 #include "algorithms/builder.h"
+#include "algorithms/common.h"
 #include "algorithms/partition.h"
 
 namespace coll::algo {
 namespace {
 
-Region at(BufferId buffer, const Span& span, size_t es) { return Region{buffer, span.offset * es}; }
 
 // For every chunk index of the larger of two spans: fn(c).
 template <typename Fn>
@@ -41,11 +41,7 @@ Schedule ring_allreduce(const CollShape& shape) {
   const int n = shape.nranks, r = shape.rank;
   const size_t es = shape.elem_size, chunk = shape.chunk_elems();
   ScheduleBuilder b("ring", es, shape.send_offset);
-  if (shape.count == 0) return b.finish();
-  if (n == 1) {
-    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, shape.count * es);
-    return b.finish();  // dividing by one changes nothing
-  }
+  if (nothing_to_move(b, shape)) return b.finish();
   const int next = ring_peer_after(r, n), prev = ring_peer_before(r, n);
   auto block = [&](long i) { return block_span(shape.count, n, wrap(i, n)); };
 
@@ -92,12 +88,8 @@ Schedule ring_reduce_scatter(const CollShape& shape) {
   const int n = shape.nranks, r = shape.rank;
   const size_t es = shape.elem_size, chunk = shape.chunk_elems(), count = shape.count;
   ScheduleBuilder b("ring", es, shape.send_offset, n > 1 ? static_cast<size_t>(n) * count * es : 0);
-  if (count == 0) return b.finish();
+  if (nothing_to_move(b, shape)) return b.finish();
   auto block = [&](long i) { return Span{static_cast<size_t>(wrap(i, n)) * count, count}; };
-  if (n == 1) {
-    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, count * es);
-    return b.finish();
-  }
   const int next = ring_peer_after(r, n), prev = ring_peer_before(r, n);
   for (int s = 0; s + 1 < n; ++s) {
     const Span out = block(r - s - 1), in = block(r - s - 2);

@@ -35,7 +35,10 @@ const char* op_kind_name(OpKind kind) {
 namespace {
 std::string region(const Region& r, size_t bytes) {
   std::ostringstream out;
-  out << (r.buffer == BufferId::kSend ? "send" : r.buffer == BufferId::kRecv ? "recv" : "scratch") << "[" << r.offset << ".." << r.offset + bytes << ")";
+  out << (r.buffer == BufferId::kSend   ? "send"
+          : r.buffer == BufferId::kRecv ? "recv"
+                                        : "scratch")
+      << "[" << r.offset << ".." << r.offset + bytes << ")";
   return out.str();
 }
 }  // namespace

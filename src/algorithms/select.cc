@@ -20,9 +20,12 @@ double ns(double v) { return v * 1e-9; }
 double bytes_of(const CollShape& s) {
   double b = static_cast<double>(s.count * s.elem_size);
   switch (s.collective) {
-    case Collective::kAllgather: case Collective::kReduceScatter: case Collective::kAlltoall:
+    case Collective::kAllgather:
+    case Collective::kReduceScatter:
+    case Collective::kAlltoall:
       return b * s.nranks;
-    default: return b;
+    default:
+      return b;
   }
 }
 double log2n(int n) { return std::ceil(std::log2(std::max(n, 1))); }
@@ -73,7 +76,9 @@ double direct_alltoall_cost(const CollShape& s, const LinkModel& m) {
   double n = s.nranks, S = bytes_of(s);
   return (n - 1) * us(m.alpha_us) + (n - 1) / n * S * ns(m.beta_ns_per_byte);
 }
-double p2p_cost(const CollShape& s, const LinkModel& m) { return us(m.alpha_us) + bytes_of(s) * ns(m.beta_ns_per_byte); }
+double p2p_cost(const CollShape& s, const LinkModel& m) {
+  return us(m.alpha_us) + bytes_of(s) * ns(m.beta_ns_per_byte);
+}
 double barrier_cost(const CollShape& s, const LinkModel& m) { return log2n(s.nranks) * us(m.alpha_us); }
 
 Collective parse_collective(const std::string& name, const std::string& setting) {
@@ -93,15 +98,24 @@ bool has(Collective c, const std::string& name) {
 
 const char* collective_name(Collective c) {
   switch (c) {
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kAllgather: return "allgather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAlltoall: return "alltoall";
-    case Collective::kBarrier: return "barrier";
-    case Collective::kSend: return "send";
-    case Collective::kRecv: return "recv";
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAlltoall:
+      return "alltoall";
+    case Collective::kBarrier:
+      return "barrier";
+    case Collective::kSend:
+      return "send";
+    case Collective::kRecv:
+      return "recv";
   }
   return "?";
 }

@@ -18,6 +18,7 @@
 // (pipelined); reduce and broadcast about log2(n) alpha + S beta (+ S gamma).
 #include "algorithms/algorithms.h"
 #include "algorithms/builder.h"
+#include "algorithms/common.h"
 #include "algorithms/partition.h"
 
 namespace coll::algo {
@@ -29,7 +30,6 @@ Span half(size_t count, int which) {
   return which == 0 ? Span{0, first} : Span{first, count - first};
 }
 
-Region at(BufferId buffer, const Span& span, size_t es) { return Region{buffer, span.offset * es}; }
 
 int tree_root(int n, int which) {
   for (int v = 0; v < n; ++v)
@@ -64,11 +64,7 @@ Schedule tree_allreduce(const CollShape& shape) {
   const int n = shape.nranks, r = shape.rank;
   const size_t es = shape.elem_size, chunk = shape.chunk_elems();
   ScheduleBuilder b("tree", es, shape.send_offset);
-  if (shape.count == 0) return b.finish();
-  if (n == 1) {
-    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, shape.count * es);
-    return b.finish();
-  }
+  if (nothing_to_move(b, shape)) return b.finish();
   // Up both trees first, then down both: every rank enumerates messages in
   // this one order, which is how the two ends of each pair agree.
   for (int which = 0; which < 2; ++which) {
@@ -97,11 +93,7 @@ Schedule tree_reduce(const CollShape& shape) {
   // Only the root has an output; the others accumulate in scratch.
   const BufferId acc = v == 0 ? BufferId::kRecv : BufferId::kScratch;
   ScheduleBuilder b("tree", es, shape.send_offset, v == 0 || n == 1 ? 0 : bytes);
-  if (shape.count == 0) return b.finish();
-  if (n == 1) {
-    if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, bytes);
-    return b.finish();
-  }
+  if (nothing_to_move(b, shape)) return b.finish();
   for (int which = 0; which < 2; ++which) {
     TreeLinks links = double_tree(n, v, which);
     const int top = tree_root(n, which);

@@ -135,14 +135,22 @@ coll_result_t coll_comm_size(coll_comm_t comm, int* size) {
 
 const char* coll_get_error_string(coll_result_t result) {
   switch (result) {
-    case COLL_SUCCESS: return "COLL_SUCCESS: no error";
-    case COLL_INVALID_ARGUMENT: return "COLL_INVALID_ARGUMENT: an argument is invalid";
-    case COLL_INVALID_USAGE: return "COLL_INVALID_USAGE: the call is not allowed here";
-    case COLL_SYSTEM_ERROR: return "COLL_SYSTEM_ERROR: a system call failed";
-    case COLL_REMOTE_ERROR: return "COLL_REMOTE_ERROR: a peer failed or went away";
-    case COLL_TIMEOUT: return "COLL_TIMEOUT: timed out waiting for a peer";
-    case COLL_INTERNAL_ERROR: return "COLL_INTERNAL_ERROR: internal error in coll";
-    case COLL_IN_PROGRESS: return "COLL_IN_PROGRESS: the operation is still running";
+    case COLL_SUCCESS:
+      return "COLL_SUCCESS: no error";
+    case COLL_INVALID_ARGUMENT:
+      return "COLL_INVALID_ARGUMENT: an argument is invalid";
+    case COLL_INVALID_USAGE:
+      return "COLL_INVALID_USAGE: the call is not allowed here";
+    case COLL_SYSTEM_ERROR:
+      return "COLL_SYSTEM_ERROR: a system call failed";
+    case COLL_REMOTE_ERROR:
+      return "COLL_REMOTE_ERROR: a peer failed or went away";
+    case COLL_TIMEOUT:
+      return "COLL_TIMEOUT: timed out waiting for a peer";
+    case COLL_INTERNAL_ERROR:
+      return "COLL_INTERNAL_ERROR: internal error in coll";
+    case COLL_IN_PROGRESS:
+      return "COLL_IN_PROGRESS: the operation is still running";
   }
   return "unknown coll_result_t";
 }

@@ -38,7 +38,8 @@ struct Checker {
   }
   void redop(coll_redop_t op) const {
     if (!coll::reduce::valid_redop(op))
-      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": op ", static_cast<int>(op), " is not a coll_redop_t");
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": op ", static_cast<int>(op),
+           " is not a coll_redop_t");
   }
   void stream(coll_stream_t s) const {
     if (s != nullptr)
@@ -46,7 +47,8 @@ struct Checker {
   }
   void rank_arg(int r, const char* name) const {
     if (r < 0 || r >= c.nranks())
-      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": ", name, " ", r, " is outside [0, ", c.nranks(), ")");
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": ", name, " ", r, " is outside [0, ", c.nranks(),
+           ")");
   }
   // count * element size * blocks, refusing overflow.
   size_t bytes(size_t count, coll_datatype_t t, size_t blocks = 1) const {
@@ -179,7 +181,8 @@ extern "C" {
 
 coll_result_t coll_allreduce(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op, coll_comm_t comm,
                              coll_stream_t st) {
-  return submit(comm, "allreduce", nullptr, false, [&](const Checker& k) { return allreduce_op(k, s, r, n, t, op, st); });
+  return submit(comm, "allreduce", nullptr, false,
+                [&](const Checker& k) { return allreduce_op(k, s, r, n, t, op, st); });
 }
 coll_result_t coll_allreduce_async(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op,
                                    coll_comm_t comm, coll_stream_t st, coll_request_t* req) {
@@ -187,7 +190,8 @@ coll_result_t coll_allreduce_async(const void* s, void* r, size_t n, coll_dataty
 }
 
 coll_result_t coll_broadcast(void* b, size_t n, coll_datatype_t t, int root, coll_comm_t comm, coll_stream_t st) {
-  return submit(comm, "broadcast", nullptr, false, [&](const Checker& k) { return broadcast_op(k, b, n, t, root, st); });
+  return submit(comm, "broadcast", nullptr, false,
+                [&](const Checker& k) { return broadcast_op(k, b, n, t, root, st); });
 }
 coll_result_t coll_broadcast_async(void* b, size_t n, coll_datatype_t t, int root, coll_comm_t comm, coll_stream_t st,
                                    coll_request_t* req) {
@@ -196,7 +200,8 @@ coll_result_t coll_broadcast_async(void* b, size_t n, coll_datatype_t t, int roo
 
 coll_result_t coll_reduce(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op, int root,
                           coll_comm_t comm, coll_stream_t st) {
-  return submit(comm, "reduce", nullptr, false, [&](const Checker& k) { return reduce_op(k, s, r, n, t, op, root, st); });
+  return submit(comm, "reduce", nullptr, false,
+                [&](const Checker& k) { return reduce_op(k, s, r, n, t, op, root, st); });
 }
 coll_result_t coll_reduce_async(const void* s, void* r, size_t n, coll_datatype_t t, coll_redop_t op, int root,
                                 coll_comm_t comm, coll_stream_t st, coll_request_t* req) {
@@ -231,15 +236,13 @@ coll_result_t coll_alltoall_async(const void* s, void* r, size_t n, coll_datatyp
 }
 
 coll_result_t coll_send(const void* b, size_t n, coll_datatype_t t, int peer, coll_comm_t comm, coll_stream_t st) {
-  return submit(comm, "send", nullptr, false, [&](const Checker& k) {
-    return p2p_op(k, Collective::kSend, const_cast<void*>(b), n, t, peer, st);
-  });
+  return submit(comm, "send", nullptr, false,
+                [&](const Checker& k) { return p2p_op(k, Collective::kSend, const_cast<void*>(b), n, t, peer, st); });
 }
 coll_result_t coll_send_async(const void* b, size_t n, coll_datatype_t t, int peer, coll_comm_t comm, coll_stream_t st,
                               coll_request_t* req) {
-  return submit(comm, "send", req, true, [&](const Checker& k) {
-    return p2p_op(k, Collective::kSend, const_cast<void*>(b), n, t, peer, st);
-  });
+  return submit(comm, "send", req, true,
+                [&](const Checker& k) { return p2p_op(k, Collective::kSend, const_cast<void*>(b), n, t, peer, st); });
 }
 
 coll_result_t coll_recv(void* b, size_t n, coll_datatype_t t, int peer, coll_comm_t comm, coll_stream_t st) {
@@ -263,8 +266,7 @@ coll_result_t coll_group_start(void) {
 }
 
 coll_result_t coll_group_end(void) {
-  if (t_group.depth == 0)
-    return guarded(nullptr, [] { fail(Code::kInvalidUsage, "group_end without group_start"); });
+  if (t_group.depth == 0) return guarded(nullptr, [] { fail(Code::kInvalidUsage, "group_end without group_start"); });
   if (--t_group.depth > 0) return COLL_SUCCESS;
   auto ops = std::move(t_group.ops);
   t_group.ops.clear();

@@ -24,16 +24,17 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   store_ = std::make_unique<bootstrap::StoreClient>(id, deadline);
-  transport_ = std::make_unique<Router>(rank_, make_transports(rank_, nranks_, id.secret, segment_tag(id.secret, prefix_)));
+  transport_ =
+      std::make_unique<Router>(rank_, make_transports(rank_, nranks_, id.secret, segment_tag(id.secret, prefix_)));
 
   // Publish our address, then read everyone's: a rank that never arrives
   // shows up here as a timeout naming it.
   store_->set(str_cat(prefix_, "addr/", rank_), transport_->local_address(), deadline);
   addresses_.resize(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r)
-    addresses_[static_cast<size_t>(r)] =
-        r == rank_ ? transport_->local_address()
-                   : store_->get(str_cat(prefix_, "addr/", r), deadline, str_cat("rank ", r, " of ", nranks_, " to join"));
+    addresses_[static_cast<size_t>(r)] = r == rank_ ? transport_->local_address()
+                                                    : store_->get(str_cat(prefix_, "addr/", r), deadline,
+                                                                  str_cat("rank ", r, " of ", nranks_, " to join"));
 
   if (nranks_ > 1) selector_->set_link_class(transport_->slowest_for(addresses_));
   if (nranks_ > 1) {
@@ -76,10 +77,10 @@ std::vector<Job> Communicator::compile(const std::vector<OpRequest>& ops) {
       if (overlap) shape.send_offset = static_cast<int64_t>(s - r);
     }
     if (op.collective == algo::Collective::kBroadcast) shape.send_offset = 0;  // one buffer
-    const algo::Algorithm& algorithm = op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm)
-                                                               : selector_->choose(shape);
-    jobs.push_back(Job{algorithm.build(shape), op.send, op.recv, op.dtype, op.op,
-                       algo::collective_name(op.collective)});
+    const algo::Algorithm& algorithm =
+        op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm) : selector_->choose(shape);
+    jobs.push_back(
+        Job{algorithm.build(shape), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective)});
   }
   return jobs;
 }

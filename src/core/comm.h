@@ -35,7 +35,7 @@ struct OpRequest {
   size_t count = 0;
   coll_datatype_t dtype = COLL_UINT8;
   coll_redop_t op = COLL_SUM;
-  int root = 0;                      // or the peer of send/recv
+  int root = 0;                     // or the peer of send/recv
   const char* algorithm = nullptr;  // forced (internal use); null: COLL_ALGO or the cost model
 };
 

@@ -122,9 +122,12 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
       const Step& s = *steps[i];
       const Job& job = jobs[job_of[i]];
       const size_t elems = s.bytes / jobs[job_of[i]].schedule.elem_size;
-      if (s.kind == OpKind::kCopy) std::memmove(address(i, s.dst), address(i, s.src), s.bytes);
-      else if (s.kind == OpKind::kReduce) reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.dst), address(i, s.src), elems);
-      else reduce::divide(job.dtype, address(i, s.dst), elems, nranks);
+      if (s.kind == OpKind::kCopy)
+        std::memmove(address(i, s.dst), address(i, s.src), s.bytes);
+      else if (s.kind == OpKind::kReduce)
+        reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.dst), address(i, s.src), elems);
+      else
+        reduce::divide(job.dtype, address(i, s.dst), elems, nranks);
       finish(i);
     }
     post_ready();

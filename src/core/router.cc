@@ -49,9 +49,12 @@ std::vector<std::unique_ptr<transport::Transport>> make_transports(int rank, int
   std::stringstream in(setting);
   std::string name;
   while (std::getline(in, name, ',')) {
-    if (name == "shm") out.push_back(transport::make_shm_transport(rank, nranks, job_tag, host_id()));
-    else if (name == "tcp") out.push_back(transport::make_tcp_transport(rank, nranks, secret));
-    else fail(Code::kInvalidArgument, "COLL_TRANSPORTS='", setting, "': unknown transport '", name, "' (shm, tcp)");
+    if (name == "shm")
+      out.push_back(transport::make_shm_transport(rank, nranks, job_tag, host_id()));
+    else if (name == "tcp")
+      out.push_back(transport::make_tcp_transport(rank, nranks, secret));
+    else
+      fail(Code::kInvalidArgument, "COLL_TRANSPORTS='", setting, "': unknown transport '", name, "' (shm, tcp)");
   }
   if (out.empty()) fail(Code::kInvalidArgument, "COLL_TRANSPORTS='", setting, "' names no transport");
   return out;

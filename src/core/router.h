@@ -42,7 +42,7 @@ class Router final : public transport::Transport {
   int rank_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   transport::Capabilities caps_;
-  std::map<int, size_t> route_;  // peer -> index into transports_
+  std::map<int, size_t> route_;                                            // peer -> index into transports_
   std::vector<std::map<transport::RequestId, transport::RequestId>> ids_;  // inner -> outer, per transport
   std::vector<transport::RequestId> inner_done_;
   transport::RequestId next_ = 1;

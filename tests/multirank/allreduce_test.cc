@@ -89,9 +89,10 @@ TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
   RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}, {"COLL_TRANSPORTS", transports}}};
   if (algorithm != "auto") options.env["COLL_ALGO"] = "allreduce:" + algorithm;
   const bool small_only = algorithm == "direct" || algorithm == "recursive_doubling";
-  const std::vector<size_t> counts = small_only ? std::vector<size_t>{0, 1, 7, 1023, 65537}
-                                                : std::vector<size_t>{0, 1, 7, 1023, 1048579};
-  run_ranks(nranks, [&](int rank, int n, const coll_unique_id_t& id) { full_matrix(rank, n, id, counts); }, options);
+  const std::vector<size_t> counts =
+      small_only ? std::vector<size_t>{0, 1, 7, 1023, 65537} : std::vector<size_t>{0, 1, 7, 1023, 1048579};
+  run_ranks(
+      nranks, [&](int rank, int n, const coll_unique_id_t& id) { full_matrix(rank, n, id, counts); }, options);
 }
 
 std::string matrix_name(const ::testing::TestParamInfo<AlgoRanks>& info) {
@@ -115,12 +116,16 @@ class AllreducePipelined : public ::testing::TestWithParam<AlgoRanks> {};
 
 TEST_P(AllreducePipelined, ExactWithManySmallChunks) {
   const auto& [algorithm, nranks, transports] = GetParam();
-  run_ranks(nranks, [](int rank, int n, const coll_unique_id_t& id) { full_matrix(rank, n, id, {1023, 65537}); },
-            RankOptions{.limit_s = 300,
-                        .env = {{"COLL_CHUNK_BYTES", "256"},
-                                {"COLL_TIMEOUT_MS", "120000"},
-                                {"COLL_TRANSPORTS", transports},
-                                {"COLL_ALGO", "allreduce:" + algorithm}}});
+  run_ranks(
+      nranks,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        full_matrix(rank, n, id, {1023, 65537});
+      },
+      RankOptions{.limit_s = 300,
+                  .env = {{"COLL_CHUNK_BYTES", "256"},
+                          {"COLL_TIMEOUT_MS", "120000"},
+                          {"COLL_TRANSPORTS", transports},
+                          {"COLL_ALGO", "allreduce:" + algorithm}}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, AllreducePipelined,

@@ -3,8 +3,8 @@
 // counts x dtypes (x ops) x in place and not x roots {0, last, middle},
 // against exact expected values; buffers that a rank must not write are
 // checked untouched.
-#include "reduce/reference.h"
 #include "reduce/reduce.h"
+#include "reduce/reference.h"
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@ namespace {
 
 constexpr unsigned char kPoison = 0xA5;
 
-const coll_datatype_t kAllTypes[] = {COLL_INT8,    COLL_UINT8,    COLL_INT32,   COLL_UINT32,  COLL_INT64,
+const coll_datatype_t kAllTypes[] = {COLL_INT8,   COLL_UINT8,   COLL_INT32,    COLL_UINT32,  COLL_INT64,
                                      COLL_UINT64, COLL_FLOAT16, COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
 const coll_redop_t kAllOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
 
@@ -38,13 +38,13 @@ struct Ctx {
   std::string what;
 };
 
-#define CHECK_OK(call)                                                                              \
-  do {                                                                                              \
-    coll_result_t r_ = (call);                                                                      \
-    if (r_ != COLL_SUCCESS) {                                                                       \
+#define CHECK_OK(call)                                                                            \
+  do {                                                                                            \
+    coll_result_t r_ = (call);                                                                    \
+    if (r_ != COLL_SUCCESS) {                                                                     \
       ADD_FAILURE() << "rank " << x.rank << " " << x.what << ": " << coll_get_last_error(x.comm); \
-      return false;                                                                                 \
-    }                                                                                               \
+      return false;                                                                               \
+    }                                                                                             \
   } while (0)
 
 bool broadcast_case(const Ctx& x, coll_datatype_t t, size_t count, int root) {
@@ -77,7 +77,8 @@ bool reduce_case(const Ctx& x, coll_datatype_t t, coll_redop_t op, size_t count,
       }
   }
   if (!in_place || x.rank != root) {
-    EXPECT_TRUE(same(send.data(), input.data(), send.size())) << "rank " << x.rank << " " << x.what << ": input changed";
+    EXPECT_TRUE(same(send.data(), input.data(), send.size()))
+        << "rank " << x.rank << " " << x.what << ": input changed";
   }
   EXPECT_EQ(o[bytes], kPoison) << "rank " << x.rank << " " << x.what << ": written past the end";
   return !::testing::Test::HasFailure();
@@ -122,7 +123,8 @@ bool alltoall_case(const Ctx& x, coll_datatype_t t, size_t count, bool in_place)
   Bytes send(all + 16, kPoison), recv(all + 16, kPoison), want(all);
   // Block p element i of rank r: pattern of rank r at p*count + i.
   fill(t, COLL_SUM, x.rank, 0, count * static_cast<size_t>(x.n), send.data());
-  for (int p = 0; p < x.n; ++p) fill(t, COLL_SUM, p, static_cast<size_t>(x.rank) * count, count, want.data() + p * bytes);
+  for (int p = 0; p < x.n; ++p)
+    fill(t, COLL_SUM, p, static_cast<size_t>(x.rank) * count, count, want.data() + p * bytes);
   void* out = in_place ? send.data() : recv.data();
   CHECK_OK(coll_alltoall(send.data(), out, count, t, x.comm, nullptr));
   EXPECT_TRUE(same(out, want.data(), all)) << "rank " << x.rank << " " << x.what;
@@ -136,52 +138,54 @@ class Collectives : public ::testing::TestWithParam<Param> {};
 
 TEST_P(Collectives, ExactForEveryDtypeCountPlacementAndRoot) {
   const auto& [collective, algorithm, nranks, transports] = GetParam();
-  RankOptions options{.limit_s = 500,
-                      .env = {{"COLL_TIMEOUT_MS", "120000"},
-                              {"COLL_ALGO", collective + ":" + algorithm},
-                              {"COLL_TRANSPORTS", transports}}};
-  run_ranks(nranks, [&, collective = collective](int rank, int n, const coll_unique_id_t& id) {
-    coll_comm_t comm = init_or_die(rank, n, id);
-    ASSERT_NE(comm, nullptr);
-    // The n-block collectives move n times the count: keep their largest case near 1 Mi elements in all.
-    const bool blocks = collective == "allgather" || collective == "reduce_scatter" || collective == "alltoall";
-    const size_t large = blocks ? 1048579 / static_cast<size_t>(n) : 1048579;
-    for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, large})
-      for (coll_datatype_t t : kAllTypes)
-        for (bool in_place : {false, true})
-          for (int root : {0, n - 1, n / 2}) {
-            const bool rooted = collective == "broadcast" || collective == "reduce";
-            if (!rooted && root != 0) continue;
-            if (collective == "broadcast" && in_place) continue;  // one buffer: always "in place"
-            // Every op for the reductions on small counts; sum and max on the largest, for time.
-            for (coll_redop_t op : kAllOps) {
-              const bool reduces = collective == "reduce" || collective == "reduce_scatter";
-              if (!reduces && op != COLL_SUM) continue;
-              if (reduces && count == large && op != COLL_SUM && op != COLL_AVG) continue;
-              Ctx x{comm, rank, n,
-                    collective + "/" + algorithm + " " + reduce::datatype_name(t) + " " + reduce::redop_name(op) +
-                        " count=" + std::to_string(count) + (in_place ? " in-place" : "") +
-                        " root=" + std::to_string(root) + " n=" + std::to_string(n)};
-              bool ok = collective == "broadcast"        ? broadcast_case(x, t, count, root)
-                        : collective == "reduce"         ? reduce_case(x, t, op, count, root, in_place)
-                        : collective == "allgather"      ? allgather_case(x, t, count, in_place)
-                        : collective == "reduce_scatter" ? reduce_scatter_case(x, t, op, count, in_place)
-                                                         : alltoall_case(x, t, count, in_place);
-              if (!ok) {
-                coll_comm_destroy(comm);
-                return;
+  RankOptions options{
+      .limit_s = 500,
+      .env = {
+          {"COLL_TIMEOUT_MS", "120000"}, {"COLL_ALGO", collective + ":" + algorithm}, {"COLL_TRANSPORTS", transports}}};
+  run_ranks(
+      nranks,
+      [&, collective = collective](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        // The n-block collectives move n times the count: keep their largest case near 1 Mi elements in all.
+        const bool blocks = collective == "allgather" || collective == "reduce_scatter" || collective == "alltoall";
+        const size_t large = blocks ? 1048579 / static_cast<size_t>(n) : 1048579;
+        for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, large})
+          for (coll_datatype_t t : kAllTypes)
+            for (bool in_place : {false, true})
+              for (int root : {0, n - 1, n / 2}) {
+                const bool rooted = collective == "broadcast" || collective == "reduce";
+                if (!rooted && root != 0) continue;
+                if (collective == "broadcast" && in_place) continue;  // one buffer: always "in place"
+                // Every op for the reductions on small counts; sum and max on the largest, for time.
+                for (coll_redop_t op : kAllOps) {
+                  const bool reduces = collective == "reduce" || collective == "reduce_scatter";
+                  if (!reduces && op != COLL_SUM) continue;
+                  if (reduces && count == large && op != COLL_SUM && op != COLL_AVG) continue;
+                  Ctx x{comm, rank, n,
+                        collective + "/" + algorithm + " " + reduce::datatype_name(t) + " " + reduce::redop_name(op) +
+                            " count=" + std::to_string(count) + (in_place ? " in-place" : "") +
+                            " root=" + std::to_string(root) + " n=" + std::to_string(n)};
+                  bool ok = collective == "broadcast"        ? broadcast_case(x, t, count, root)
+                            : collective == "reduce"         ? reduce_case(x, t, op, count, root, in_place)
+                            : collective == "allgather"      ? allgather_case(x, t, count, in_place)
+                            : collective == "reduce_scatter" ? reduce_scatter_case(x, t, op, count, in_place)
+                                                             : alltoall_case(x, t, count, in_place);
+                  if (!ok) {
+                    coll_comm_destroy(comm);
+                    return;
+                  }
+                }
               }
-            }
-          }
-    EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
-  }, options);
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      options);
 }
 
 std::vector<Param> params() {
-  const std::pair<const char*, const char*> pairs[] = {{"broadcast", "ring"}, {"broadcast", "tree"},
-                                                       {"reduce", "tree"},    {"reduce", "direct"},
-                                                       {"allgather", "ring"}, {"reduce_scatter", "ring"},
-                                                       {"alltoall", "direct"}};
+  const std::pair<const char*, const char*> pairs[] = {
+      {"broadcast", "ring"}, {"broadcast", "tree"},      {"reduce", "tree"},    {"reduce", "direct"},
+      {"allgather", "ring"}, {"reduce_scatter", "ring"}, {"alltoall", "direct"}};
   std::vector<Param> out;
   // Shared memory (every rank on this node) for every rank count; TCP for a subset, for time.
   for (const auto& [c, a] : pairs) {

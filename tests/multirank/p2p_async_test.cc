@@ -25,50 +25,58 @@ std::vector<int32_t> pattern(int from, size_t count) {
 // would wait forever; inside one, it cannot deadlock.
 TEST(PointToPoint, ARingOfSendsInsideAGroupNeverDeadlocks) {
   for (int n : {2, 3, 5}) {
-    run_ranks(n, [](int rank, int n, const coll_unique_id_t& id) {
-      coll_comm_t comm = init_or_die(rank, n, id);
-      ASSERT_NE(comm, nullptr);
-      for (size_t count : {size_t{0}, size_t{1}, size_t{1000}, size_t{4} << 20}) {
-        auto out = pattern(rank, count);
-        std::vector<int32_t> in(count, -1);
-        ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
-        ASSERT_EQ(coll_send(out.data(), count, COLL_INT32, (rank + 1) % n, comm, nullptr), COLL_SUCCESS);
-        ASSERT_EQ(coll_recv(in.data(), count, COLL_INT32, (rank + n - 1) % n, comm, nullptr), COLL_SUCCESS);
-        ASSERT_EQ(coll_group_end(), COLL_SUCCESS) << coll_get_last_error(comm);
-        EXPECT_EQ(in, pattern((rank + n - 1) % n, count)) << "count " << count;
-      }
-      coll_comm_destroy(comm);
-    }, RankOptions{.limit_s = 120, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
+    run_ranks(
+        n,
+        [](int rank, int n, const coll_unique_id_t& id) {
+          coll_comm_t comm = init_or_die(rank, n, id);
+          ASSERT_NE(comm, nullptr);
+          for (size_t count : {size_t{0}, size_t{1}, size_t{1000}, size_t{4} << 20}) {
+            auto out = pattern(rank, count);
+            std::vector<int32_t> in(count, -1);
+            ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
+            ASSERT_EQ(coll_send(out.data(), count, COLL_INT32, (rank + 1) % n, comm, nullptr), COLL_SUCCESS);
+            ASSERT_EQ(coll_recv(in.data(), count, COLL_INT32, (rank + n - 1) % n, comm, nullptr), COLL_SUCCESS);
+            ASSERT_EQ(coll_group_end(), COLL_SUCCESS) << coll_get_last_error(comm);
+            EXPECT_EQ(in, pattern((rank + n - 1) % n, count)) << "count " << count;
+          }
+          coll_comm_destroy(comm);
+        },
+        RankOptions{.limit_s = 120, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
   }
 }
 
 TEST(PointToPoint, BlockingPairsMatchInOrderAndCheckSizes) {
-  run_ranks(3, [](int rank, int n, const coll_unique_id_t& id) {
-    coll_comm_t comm = init_or_die(rank, n, id);
-    ASSERT_NE(comm, nullptr);
-    if (rank == 0) {
-      for (int k = 0; k < 5; ++k) {
-        auto v = pattern(k, 100 + k);
-        ASSERT_EQ(coll_send(v.data(), v.size(), COLL_INT32, 2, comm, nullptr), COLL_SUCCESS) << coll_get_last_error(comm);
-      }
-    } else if (rank == 2) {
-      for (int k = 0; k < 5; ++k) {
-        std::vector<int32_t> v(100 + k);
-        ASSERT_EQ(coll_recv(v.data(), v.size(), COLL_INT32, 0, comm, nullptr), COLL_SUCCESS) << coll_get_last_error(comm);
-        EXPECT_EQ(v, pattern(k, 100 + k));
-      }
-    }
-    // Rank 1 took no part; a collective afterwards still lines up.
-    std::vector<int32_t> x(3, rank);
-    ASSERT_EQ(coll_allreduce(x.data(), x.data(), 3, COLL_INT32, COLL_SUM, comm, nullptr), COLL_SUCCESS)
-        << coll_get_last_error(comm);
-    EXPECT_EQ(x[0], 3);
-    // Arguments: the peer must be another rank in range.
-    EXPECT_EQ(coll_send(x.data(), 1, COLL_INT32, rank, comm, nullptr), COLL_INVALID_ARGUMENT);
-    EXPECT_EQ(coll_recv(x.data(), 1, COLL_INT32, n, comm, nullptr), COLL_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(coll_get_last_error(comm)).find("peer"), std::string::npos);
-    coll_comm_destroy(comm);
-  }, RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "30000"}}});
+  run_ranks(
+      3,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        if (rank == 0) {
+          for (int k = 0; k < 5; ++k) {
+            auto v = pattern(k, 100 + k);
+            ASSERT_EQ(coll_send(v.data(), v.size(), COLL_INT32, 2, comm, nullptr), COLL_SUCCESS)
+                << coll_get_last_error(comm);
+          }
+        } else if (rank == 2) {
+          for (int k = 0; k < 5; ++k) {
+            std::vector<int32_t> v(100 + k);
+            ASSERT_EQ(coll_recv(v.data(), v.size(), COLL_INT32, 0, comm, nullptr), COLL_SUCCESS)
+                << coll_get_last_error(comm);
+            EXPECT_EQ(v, pattern(k, 100 + k));
+          }
+        }
+        // Rank 1 took no part; a collective afterwards still lines up.
+        std::vector<int32_t> x(3, rank);
+        ASSERT_EQ(coll_allreduce(x.data(), x.data(), 3, COLL_INT32, COLL_SUM, comm, nullptr), COLL_SUCCESS)
+            << coll_get_last_error(comm);
+        EXPECT_EQ(x[0], 3);
+        // Arguments: the peer must be another rank in range.
+        EXPECT_EQ(coll_send(x.data(), 1, COLL_INT32, rank, comm, nullptr), COLL_INVALID_ARGUMENT);
+        EXPECT_EQ(coll_recv(x.data(), 1, COLL_INT32, n, comm, nullptr), COLL_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(coll_get_last_error(comm)).find("peer"), std::string::npos);
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "30000"}}});
 }
 
 TEST(Group, MisuseIsRefused) {
@@ -109,106 +117,114 @@ TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {
 // Split by parity, ranked in reverse; the child and the parent then run
 // collectives at the same time (the parent's in the background).
 TEST(Split, ChildrenRunAlongsideTheirParent) {
-  run_ranks(6, [](int rank, int n, const coll_unique_id_t& id) {
-    coll_comm_t world = init_or_die(rank, n, id);
-    ASSERT_NE(world, nullptr);
-    coll_comm_t half = nullptr, none = reinterpret_cast<coll_comm_t>(1);
-    ASSERT_EQ(coll_comm_split(world, rank % 2, -rank, &half), COLL_SUCCESS) << coll_get_last_error(world);
-    ASSERT_NE(half, nullptr);
-    int hr = -1, hn = -1;
-    coll_comm_rank(half, &hr);
-    coll_comm_size(half, &hn);
-    EXPECT_EQ(hn, 3);
-    EXPECT_EQ(hr, 2 - rank / 2) << "keys are -rank: the highest rank comes first";
+  run_ranks(
+      6,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t world = init_or_die(rank, n, id);
+        ASSERT_NE(world, nullptr);
+        coll_comm_t half = nullptr, none = reinterpret_cast<coll_comm_t>(1);
+        ASSERT_EQ(coll_comm_split(world, rank % 2, -rank, &half), COLL_SUCCESS) << coll_get_last_error(world);
+        ASSERT_NE(half, nullptr);
+        int hr = -1, hn = -1;
+        coll_comm_rank(half, &hr);
+        coll_comm_size(half, &hn);
+        EXPECT_EQ(hn, 3);
+        EXPECT_EQ(hr, 2 - rank / 2) << "keys are -rank: the highest rank comes first";
 
-    std::vector<int64_t> big(1 << 20, rank);
-    coll_request_t req = nullptr;
-    ASSERT_EQ(coll_allreduce_async(big.data(), big.data(), big.size(), COLL_INT64, COLL_SUM, world, nullptr, &req),
-              COLL_SUCCESS);
-    int64_t mine = rank;
-    ASSERT_EQ(coll_allreduce(&mine, &mine, 1, COLL_INT64, COLL_SUM, half, nullptr), COLL_SUCCESS)
-        << coll_get_last_error(half);
-    EXPECT_EQ(mine, rank % 2 == 0 ? 0 + 2 + 4 : 1 + 3 + 5);
-    ASSERT_EQ(coll_wait(req), COLL_SUCCESS) << coll_get_last_error(world);
-    EXPECT_EQ(big[12345], 15);
+        std::vector<int64_t> big(1 << 20, rank);
+        coll_request_t req = nullptr;
+        ASSERT_EQ(coll_allreduce_async(big.data(), big.data(), big.size(), COLL_INT64, COLL_SUM, world, nullptr, &req),
+                  COLL_SUCCESS);
+        int64_t mine = rank;
+        ASSERT_EQ(coll_allreduce(&mine, &mine, 1, COLL_INT64, COLL_SUM, half, nullptr), COLL_SUCCESS)
+            << coll_get_last_error(half);
+        EXPECT_EQ(mine, rank % 2 == 0 ? 0 + 2 + 4 : 1 + 3 + 5);
+        ASSERT_EQ(coll_wait(req), COLL_SUCCESS) << coll_get_last_error(world);
+        EXPECT_EQ(big[12345], 15);
 
-    // Ranks that pass COLL_SPLIT_NOCOLOR get no communicator.
-    ASSERT_EQ(coll_comm_split(world, rank == 0 ? 7 : COLL_SPLIT_NOCOLOR, 0, &none), COLL_SUCCESS);
-    if (rank == 0) {
-      ASSERT_NE(none, nullptr);
-      int size = 0;
-      coll_comm_size(none, &size);
-      EXPECT_EQ(size, 1);
-      coll_comm_destroy(none);
-    } else {
-      EXPECT_EQ(none, nullptr);
-    }
-    EXPECT_EQ(coll_comm_split(world, -5, 0, &none), COLL_INVALID_ARGUMENT);
-    coll_comm_destroy(half);
-    coll_comm_destroy(world);
-  }, RankOptions{.limit_s = 120, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
+        // Ranks that pass COLL_SPLIT_NOCOLOR get no communicator.
+        ASSERT_EQ(coll_comm_split(world, rank == 0 ? 7 : COLL_SPLIT_NOCOLOR, 0, &none), COLL_SUCCESS);
+        if (rank == 0) {
+          ASSERT_NE(none, nullptr);
+          int size = 0;
+          coll_comm_size(none, &size);
+          EXPECT_EQ(size, 1);
+          coll_comm_destroy(none);
+        } else {
+          EXPECT_EQ(none, nullptr);
+        }
+        EXPECT_EQ(coll_comm_split(world, -5, 0, &none), COLL_INVALID_ARGUMENT);
+        coll_comm_destroy(half);
+        coll_comm_destroy(world);
+      },
+      RankOptions{.limit_s = 120, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
 }
 
 // Several operations in flight; coll_test completes them out of order; a
 // blocking call after them waits its turn.
 TEST(Async, SeveralInFlightCompletedOutOfOrder) {
-  run_ranks(4, [](int rank, int n, const coll_unique_id_t& id) {
-    coll_comm_t comm = init_or_die(rank, n, id);
-    ASSERT_NE(comm, nullptr);
-    const size_t count = 1 << 18;
-    std::vector<std::vector<float>> data(3, std::vector<float>(count));
-    std::vector<int32_t> gathered(4 * 8);
-    std::vector<int32_t> mine(8, rank);
-    coll_request_t req[4] = {};
-    for (int k = 0; k < 3; ++k) {
-      std::fill(data[k].begin(), data[k].end(), static_cast<float>(rank + k));
-      ASSERT_EQ(coll_allreduce_async(data[k].data(), data[k].data(), count, COLL_FLOAT32, COLL_SUM, comm, nullptr,
-                                     &req[k]),
-                COLL_SUCCESS);
-    }
-    ASSERT_EQ(coll_allgather_async(mine.data(), gathered.data(), 8, COLL_INT32, comm, nullptr, &req[3]), COLL_SUCCESS);
-    // Complete the last first, by polling.
-    coll_result_t r;
-    while ((r = coll_test(req[3])) == COLL_IN_PROGRESS) usleep(100);
-    ASSERT_EQ(r, COLL_SUCCESS) << coll_get_last_error(comm);
-    for (int k : {2, 0, 1}) ASSERT_EQ(coll_wait(req[k]), COLL_SUCCESS) << coll_get_last_error(comm);
-    for (int k = 0; k < 3; ++k) EXPECT_EQ(data[k][count - 1], static_cast<float>(6 + 4 * k));
-    for (int p = 0; p < 4; ++p) EXPECT_EQ(gathered[p * 8 + 7], p);
-    // A blocking call after non-blocking ones runs after them.
-    float one = 1;
-    ASSERT_EQ(coll_allreduce(&one, &one, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
-    EXPECT_EQ(one, 4.0f);
-    // Bad arguments are refused at once, before anything is queued.
-    coll_request_t bad = nullptr;
-    EXPECT_EQ(coll_allreduce_async(nullptr, nullptr, 5, COLL_FLOAT32, COLL_SUM, comm, nullptr, &bad),
-              COLL_INVALID_ARGUMENT);
-    EXPECT_EQ(bad, nullptr);
-    EXPECT_EQ(coll_allreduce_async(&one, &one, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr, nullptr),
-              COLL_INVALID_ARGUMENT);
-    EXPECT_EQ(coll_wait(nullptr), COLL_INVALID_ARGUMENT);
-    // Every collective has a non-blocking form.
-    std::vector<int32_t> v(12, rank), w(12);
-    coll_request_t all[6];
-    ASSERT_EQ(coll_broadcast_async(v.data(), 3, COLL_INT32, 1, comm, nullptr, &all[0]), COLL_SUCCESS);
-    ASSERT_EQ(coll_reduce_async(v.data() + 3, w.data(), 3, COLL_INT32, COLL_SUM, 2, comm, nullptr, &all[1]),
-              COLL_SUCCESS);
-    ASSERT_EQ(coll_reduce_scatter_async(v.data(), w.data() + 4, 1, COLL_INT32, COLL_MAX, comm, nullptr, &all[2]),
-              COLL_SUCCESS);
-    ASSERT_EQ(coll_alltoall_async(v.data(), w.data() + 8, 1, COLL_INT32, comm, nullptr, &all[3]), COLL_SUCCESS);
-    ASSERT_EQ(coll_barrier_async(comm, &all[4]), COLL_SUCCESS);
-    int token = rank;
-    if (rank == 0) ASSERT_EQ(coll_send_async(&token, 1, COLL_INT32, 1, comm, nullptr, &all[5]), COLL_SUCCESS);
-    if (rank == 1) ASSERT_EQ(coll_recv_async(&token, 1, COLL_INT32, 0, comm, nullptr, &all[5]), COLL_SUCCESS);
-    for (int k = 0; k < 5; ++k) ASSERT_EQ(coll_wait(all[k]), COLL_SUCCESS) << k << ": " << coll_get_last_error(comm);
-    if (rank < 2) ASSERT_EQ(coll_wait(all[5]), COLL_SUCCESS) << coll_get_last_error(comm);
-    // In issue order: v[0..3) became rank 1's ones before the others ran.
-    EXPECT_EQ(v[0], 1);
-    if (rank == 2) EXPECT_EQ(w[0], 0 + 1 + 2 + 3);                 // reduce of v[3] (= rank)
-    EXPECT_EQ(w[4], rank == 3 ? 3 : 1);                             // max over ranks of their v[rank]
-    for (int p = 0; p < 4; ++p) EXPECT_EQ(w[8 + p], rank == 3 ? p : 1);  // v[rank] of rank p
-    if (rank == 1) EXPECT_EQ(token, 0);
-    coll_comm_destroy(comm);
-  }, RankOptions{.limit_s = 120, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        const size_t count = 1 << 18;
+        std::vector<std::vector<float>> data(3, std::vector<float>(count));
+        std::vector<int32_t> gathered(4 * 8);
+        std::vector<int32_t> mine(8, rank);
+        coll_request_t req[4] = {};
+        for (int k = 0; k < 3; ++k) {
+          std::fill(data[k].begin(), data[k].end(), static_cast<float>(rank + k));
+          ASSERT_EQ(coll_allreduce_async(data[k].data(), data[k].data(), count, COLL_FLOAT32, COLL_SUM, comm, nullptr,
+                                         &req[k]),
+                    COLL_SUCCESS);
+        }
+        ASSERT_EQ(coll_allgather_async(mine.data(), gathered.data(), 8, COLL_INT32, comm, nullptr, &req[3]),
+                  COLL_SUCCESS);
+        // Complete the last first, by polling.
+        coll_result_t r;
+        while ((r = coll_test(req[3])) == COLL_IN_PROGRESS) usleep(100);
+        ASSERT_EQ(r, COLL_SUCCESS) << coll_get_last_error(comm);
+        for (int k : {2, 0, 1}) ASSERT_EQ(coll_wait(req[k]), COLL_SUCCESS) << coll_get_last_error(comm);
+        for (int k = 0; k < 3; ++k) EXPECT_EQ(data[k][count - 1], static_cast<float>(6 + 4 * k));
+        for (int p = 0; p < 4; ++p) EXPECT_EQ(gathered[p * 8 + 7], p);
+        // A blocking call after non-blocking ones runs after them.
+        float one = 1;
+        ASSERT_EQ(coll_allreduce(&one, &one, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+        EXPECT_EQ(one, 4.0f);
+        // Bad arguments are refused at once, before anything is queued.
+        coll_request_t bad = nullptr;
+        EXPECT_EQ(coll_allreduce_async(nullptr, nullptr, 5, COLL_FLOAT32, COLL_SUM, comm, nullptr, &bad),
+                  COLL_INVALID_ARGUMENT);
+        EXPECT_EQ(bad, nullptr);
+        EXPECT_EQ(coll_allreduce_async(&one, &one, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr, nullptr),
+                  COLL_INVALID_ARGUMENT);
+        EXPECT_EQ(coll_wait(nullptr), COLL_INVALID_ARGUMENT);
+        // Every collective has a non-blocking form.
+        std::vector<int32_t> v(12, rank), w(12);
+        coll_request_t all[6];
+        ASSERT_EQ(coll_broadcast_async(v.data(), 3, COLL_INT32, 1, comm, nullptr, &all[0]), COLL_SUCCESS);
+        ASSERT_EQ(coll_reduce_async(v.data() + 3, w.data(), 3, COLL_INT32, COLL_SUM, 2, comm, nullptr, &all[1]),
+                  COLL_SUCCESS);
+        ASSERT_EQ(coll_reduce_scatter_async(v.data(), w.data() + 4, 1, COLL_INT32, COLL_MAX, comm, nullptr, &all[2]),
+                  COLL_SUCCESS);
+        ASSERT_EQ(coll_alltoall_async(v.data(), w.data() + 8, 1, COLL_INT32, comm, nullptr, &all[3]), COLL_SUCCESS);
+        ASSERT_EQ(coll_barrier_async(comm, &all[4]), COLL_SUCCESS);
+        int token = rank;
+        if (rank == 0) ASSERT_EQ(coll_send_async(&token, 1, COLL_INT32, 1, comm, nullptr, &all[5]), COLL_SUCCESS);
+        if (rank == 1) ASSERT_EQ(coll_recv_async(&token, 1, COLL_INT32, 0, comm, nullptr, &all[5]), COLL_SUCCESS);
+        for (int k = 0; k < 5; ++k)
+          ASSERT_EQ(coll_wait(all[k]), COLL_SUCCESS) << k << ": " << coll_get_last_error(comm);
+        if (rank < 2) ASSERT_EQ(coll_wait(all[5]), COLL_SUCCESS) << coll_get_last_error(comm);
+        // In issue order: v[0..3) became rank 1's ones before the others ran.
+        EXPECT_EQ(v[0], 1);
+        if (rank == 2) EXPECT_EQ(w[0], 0 + 1 + 2 + 3);                       // reduce of v[3] (= rank)
+        EXPECT_EQ(w[4], rank == 3 ? 3 : 1);                                  // max over ranks of their v[rank]
+        for (int p = 0; p < 4; ++p) EXPECT_EQ(w[8 + p], rank == 3 ? p : 1);  // v[rank] of rank p
+        if (rank == 1) EXPECT_EQ(token, 0);
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 120, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
 }
 
 }  // namespace
@@ -224,24 +240,27 @@ class KillMidLoop : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(KillMidLoop, SurvivorsGetAnErrorAndNothingIsLeft) {
   constexpr int kTimeoutMs = 5000;
-  run_ranks(4, [](int rank, int n, const coll_unique_id_t& id) {
-    coll_comm_t comm = init_or_die(rank, n, id);
-    ASSERT_NE(comm, nullptr);
-    std::vector<float> v(1 << 16, 1.0f);
-    auto start = std::chrono::steady_clock::now();
-    coll_result_t r = COLL_SUCCESS;
-    for (int i = 0; i < 100000 && r == COLL_SUCCESS; ++i) {
-      if (rank == 2 && i == 20) raise(SIGKILL);
-      r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_MAX, comm, nullptr);
-      if (r == COLL_SUCCESS) start = std::chrono::steady_clock::now();
-    }
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_TRUE(r == COLL_REMOTE_ERROR || r == COLL_TIMEOUT) << coll_get_error_string(r);
-    EXPECT_LE(ms, kTimeoutMs + 2000.0) << "rank " << rank << ": " << coll_get_last_error(comm);
-    coll_comm_destroy(comm);
-  }, RankOptions{.limit_s = 60,
-                 .env = {{"COLL_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLL_TRANSPORTS", GetParam()}},
-                 .killed_rank = 2});
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        std::vector<float> v(1 << 16, 1.0f);
+        auto start = std::chrono::steady_clock::now();
+        coll_result_t r = COLL_SUCCESS;
+        for (int i = 0; i < 100000 && r == COLL_SUCCESS; ++i) {
+          if (rank == 2 && i == 20) raise(SIGKILL);
+          r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_MAX, comm, nullptr);
+          if (r == COLL_SUCCESS) start = std::chrono::steady_clock::now();
+        }
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_TRUE(r == COLL_REMOTE_ERROR || r == COLL_TIMEOUT) << coll_get_error_string(r);
+        EXPECT_LE(ms, kTimeoutMs + 2000.0) << "rank " << rank << ": " << coll_get_last_error(comm);
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60,
+                  .env = {{"COLL_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLL_TRANSPORTS", GetParam()}},
+                  .killed_rank = 2});
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, KillMidLoop, ::testing::Values("tcp", "shm"),

@@ -97,28 +97,31 @@ TEST_P(Conformance, APeerThatExitsIsARemoteErrorNamingIt) {
 // Closing (abort) mid-transfer: the aborting rank's calls fail at once, and
 // its peer's pending transfer becomes an error, not a hang.
 TEST_P(Conformance, AbortMidTransferFailsBothEnds) {
-  run_ranks(2, [&](int rank, int, const coll_unique_id_t& id) {
-    Link link = connect_pair(rank, id, GetParam());
-    std::vector<uint8_t> buf(64 << 20, 7);
-    if (rank == 0) {
-      link.transport->post_send(1, buf.data(), buf.size(), 1);
-      try {
+  run_ranks(
+      2,
+      [&](int rank, int, const coll_unique_id_t& id) {
+        Link link = connect_pair(rank, id, GetParam());
+        std::vector<uint8_t> buf(64 << 20, 7);
+        if (rank == 0) {
+          link.transport->post_send(1, buf.data(), buf.size(), 1);
+          try {
+            std::vector<transport::RequestId> done;
+            for (int i = 0; i < 400; ++i) link.transport->poll(done, 25);
+            ADD_FAILURE() << "the send survived the receiver's abort";
+          } catch (const Error& e) {
+            EXPECT_EQ(e.code(), Code::kRemote) << e.what();
+            EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+          }
+          return;
+        }
+        link.transport->post_recv(0, buf.data(), buf.size(), 1);
         std::vector<transport::RequestId> done;
-        for (int i = 0; i < 400; ++i) link.transport->poll(done, 25);
-        ADD_FAILURE() << "the send survived the receiver's abort";
-      } catch (const Error& e) {
-        EXPECT_EQ(e.code(), Code::kRemote) << e.what();
-        EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
-      }
-      return;
-    }
-    link.transport->post_recv(0, buf.data(), buf.size(), 1);
-    std::vector<transport::RequestId> done;
-    for (int i = 0; i < 3; ++i) link.transport->poll(done, 5);  // part of it arrives
-    link.transport->close();
-    EXPECT_THROW(link.transport->poll(done, 5), Error);
-    usleep(3000000);  // stay alive: the peer must see the abort, not our exit
-  }, RankOptions{.limit_s = 60});
+        for (int i = 0; i < 3; ++i) link.transport->poll(done, 5);  // part of it arrives
+        link.transport->close();
+        EXPECT_THROW(link.transport->poll(done, 5), Error);
+        usleep(3000000);  // stay alive: the peer must see the abort, not our exit
+      },
+      RankOptions{.limit_s = 60});
 }
 
 // Many small messages both ways at once, fewer than the transport's buffering.

@@ -22,7 +22,7 @@ struct RankOptions {
   int limit_s = 300;                       // the parent kills ranks still running after this
   std::map<std::string, std::string> env;  // set in every rank before the body runs
   int absent_rank = -1;                    // this rank is not started (it "never arrives")
-  int killed_rank = -1;  // this rank is expected to die by SIGKILL
+  int killed_rank = -1;                    // this rank is expected to die by SIGKILL
 };
 
 // Runs `body` in `nranks` processes; asserts (gtest) each exited cleanly.

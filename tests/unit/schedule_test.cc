@@ -27,7 +27,7 @@ struct Value {
   std::vector<int> from;  // contributions per rank
   int64_t index = -1;     // element index at the origin; -2: mixed up
   int divided = 0;
-  bool garbage = true;    // never written
+  bool garbage = true;  // never written
   bool operator==(const Value&) const = default;
 };
 
@@ -60,15 +60,22 @@ constexpr size_t kEs = 4;
 
 size_t send_elems(const Case& c) {
   switch (c.collective) {
-    case Collective::kBroadcast: return 0;
-    case Collective::kReduceScatter: case Collective::kAlltoall: return c.count * static_cast<size_t>(c.n);
-    default: return c.count;
+    case Collective::kBroadcast:
+      return 0;
+    case Collective::kReduceScatter:
+    case Collective::kAlltoall:
+      return c.count * static_cast<size_t>(c.n);
+    default:
+      return c.count;
   }
 }
 size_t recv_elems(const Case& c) {
   switch (c.collective) {
-    case Collective::kAllgather: case Collective::kAlltoall: return c.count * static_cast<size_t>(c.n);
-    default: return c.count;
+    case Collective::kAllgather:
+    case Collective::kAlltoall:
+      return c.count * static_cast<size_t>(c.n);
+    default:
+      return c.count;
   }
 }
 std::optional<int64_t> send_offset(const Case& c, int r) {
@@ -218,7 +225,8 @@ void simulate(const Case& c) {
     for (size_t i = 0; i < s.done.size(); ++i)
       ASSERT_TRUE(s.done[i]) << "rank " << r << " step " << i << " never ran (deadlock)\n" << to_string(s.schedule);
   }
-  for (auto& [ends, wire] : wires) EXPECT_TRUE(wire.empty()) << "messages left on " << ends.first << "->" << ends.second;
+  for (auto& [ends, wire] : wires)
+    EXPECT_TRUE(wire.empty()) << "messages left on " << ends.first << "->" << ends.second;
 
   // What each output element must be.
   auto all = [&](int64_t index) {
@@ -237,16 +245,27 @@ void simulate(const Case& c) {
       const auto i = static_cast<int64_t>(e);
       Value want;
       switch (c.collective) {
-        case Collective::kAllreduce: want = all(i); break;
+        case Collective::kAllreduce:
+          want = all(i);
+          break;
         case Collective::kReduce:
           if (r != c.root) continue;
           want = all(i);
           break;
-        case Collective::kBroadcast: want = one(c.root, i); break;
-        case Collective::kAllgather: want = one(static_cast<int>(i / cnt), i % cnt); break;
-        case Collective::kReduceScatter: want = all(r * cnt + i); break;
-        case Collective::kAlltoall: want = one(static_cast<int>(i / cnt), r * cnt + i % cnt); break;
-        default: continue;
+        case Collective::kBroadcast:
+          want = one(c.root, i);
+          break;
+        case Collective::kAllgather:
+          want = one(static_cast<int>(i / cnt), i % cnt);
+          break;
+        case Collective::kReduceScatter:
+          want = all(r * cnt + i);
+          break;
+        case Collective::kAlltoall:
+          want = one(static_cast<int>(i / cnt), r * cnt + i % cnt);
+          break;
+        default:
+          continue;
       }
       ASSERT_EQ(s.at(BufferId::kRecv, e), want) << "rank " << r << " output element " << e << "\n"
                                                 << to_string(s.schedule);
@@ -344,7 +363,8 @@ TEST(Schedules, BarrierAndPointToPointPairUp) {
     // Every send to p has a matching receive from us on p, same count.
     for (int r = 0; r < n; ++r)
       for (int p = 0; p < n; ++p)
-        EXPECT_EQ(channel(s[static_cast<size_t>(r)], true, p).size(), channel(s[static_cast<size_t>(p)], false, r).size())
+        EXPECT_EQ(channel(s[static_cast<size_t>(r)], true, p).size(),
+                  channel(s[static_cast<size_t>(p)], false, r).size())
             << "n=" << n << " " << r << "->" << p;
     size_t rounds = 0;
     while ((size_t{1} << rounds) < static_cast<size_t>(n)) ++rounds;
@@ -398,7 +418,8 @@ TEST(Partition, DoubleBinaryTreesAreTreesWithDisjointInnerNodes) {
       int roots = 0;
       for (int v = 0; v < n; ++v) {
         TreeLinks t = double_tree(n, v, which);
-        if (t.parent < 0) ++roots;
+        if (t.parent < 0)
+          ++roots;
         else {
           TreeLinks p = double_tree(n, t.parent, which);
           EXPECT_TRUE(p.children[0] == v || p.children[1] == v) << "n=" << n << " tree " << which << " v=" << v;

@@ -58,12 +58,12 @@ void Segment::unlink() {
 
 Segment Segment::create(const std::string& name, uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes) {
   const size_t bytes = bytes_for(nlocal, nslots, slot_bytes);
-  struct statvfs fs{};
+  struct statvfs fs {};
   if (statvfs("/dev/shm", &fs) == 0) {
     size_t free_bytes = static_cast<size_t>(fs.f_bavail) * fs.f_frsize;
     if (free_bytes < bytes)
-      fail(Code::kSystem, "shm: /dev/shm has ", free_bytes, " bytes free but segment ", name, " needs ", bytes,
-           " (", nlocal, " local ranks x ", nslots, " slots x ", slot_bytes,
+      fail(Code::kSystem, "shm: /dev/shm has ", free_bytes, " bytes free but segment ", name, " needs ", bytes, " (",
+           nlocal, " local ranks x ", nslots, " slots x ", slot_bytes,
            " bytes): enlarge /dev/shm (docker: --shm-size) or set COLL_TRANSPORTS=tcp");
   }
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -100,7 +100,7 @@ bool Segment::try_open(const std::string& name, Segment* out) {
     if (errno == ENOENT) return false;
     fail_errno(Code::kSystem, errno, "shm: opening " + name, "shm_open");
   }
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(SegmentHeader))) {
     close(fd);
     return false;  // still being sized by its owner
@@ -126,7 +126,8 @@ RingHeader& Segment::ring(uint32_t i) const {
 SlotHeader& Segment::slot(uint32_t ring, uint64_t index) const {
   const SegmentHeader& h = header();
   size_t k = static_cast<size_t>(ring) * h.nslots + index % h.nslots;
-  return *reinterpret_cast<SlotHeader*>(static_cast<char*>(base_) + slots_offset(h.nlocal) + k * slot_stride(h.slot_bytes));
+  return *reinterpret_cast<SlotHeader*>(static_cast<char*>(base_) + slots_offset(h.nlocal) +
+                                        k * slot_stride(h.slot_bytes));
 }
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, int timeout_ms) {

@@ -96,7 +96,9 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     if (parse(addresses[static_cast<size_t>(r)], &parsed[static_cast<size_t>(r)]) &&
         parsed[static_cast<size_t>(r)].host == host_id_)
       local.push_back(r);
-  auto index_of = [&](int r) { return static_cast<uint32_t>(std::find(local.begin(), local.end(), r) - local.begin()); };
+  auto index_of = [&](int r) {
+    return static_cast<uint32_t>(std::find(local.begin(), local.end(), r) - local.begin());
+  };
   own_ = Segment::create(name_, static_cast<uint32_t>(local.size()), kSlots, kSlotBytes);
   own_.header().probe_address = reinterpret_cast<uint64_t>(&probe_word_);
   own_.header().probe_value = probe_word_;
@@ -119,14 +121,15 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     // Single copy: can we read this peer's memory? Its ring in our segment says so to it.
     uint64_t seen = 0;
     int err = EPERM;
-    bool ok = single_copy_allowed &&
-              read_remote(p.pid, p.segment.header().probe_address, &seen, sizeof(seen), &err) &&
+    bool ok = single_copy_allowed && read_remote(p.pid, p.segment.header().probe_address, &seen, sizeof(seen), &err) &&
               seen == p.segment.header().probe_value;
     own_.ring(p.index_here).cma_ok.store(ok ? 1 : 0, std::memory_order_release);
-    if (ok) log::info(log::kNet, "shm: rank ", rank_, " reads rank ", r, " directly (process_vm_readv)");
-    else log::info(log::kNet, "shm: rank ", rank_, " cannot read rank ", r, " directly (",
-                   single_copy_allowed ? std::strerror(err) : "COLL_SHM_SINGLE_COPY=0",
-                   "): messages from it go through the slots");
+    if (ok)
+      log::info(log::kNet, "shm: rank ", rank_, " reads rank ", r, " directly (process_vm_readv)");
+    else
+      log::info(log::kNet, "shm: rank ", rank_, " cannot read rank ", r, " directly (",
+                single_copy_allowed ? std::strerror(err) : "COLL_SHM_SINGLE_COPY=0",
+                "): messages from it go through the slots");
   }
   while (own_.header().attached.load(std::memory_order_acquire) < static_cast<int32_t>(local.size()) - 1) {
     if (deadline.expired())
@@ -138,8 +141,8 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
   set_up_ = true;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   spin_ = static_cast<long>(local.size()) <= cores ? kSpin : std::chrono::microseconds(0);
-  log::info(log::kNet, "shm: rank ", rank_, " attached to ", local.size() - 1, " local peer(s); ", name_,
-            " unlinked; ", spin_.count() > 0 ? "spinning before sleeping" : "more ranks than cores: sleeping at once");
+  log::info(log::kNet, "shm: rank ", rank_, " attached to ", local.size() - 1, " local peer(s); ", name_, " unlinked; ",
+            spin_.count() > 0 ? "spinning before sleeping" : "more ranks than cores: sleeping at once");
 }
 
 void ShmTransport::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
@@ -203,8 +206,10 @@ bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
     ring.head.store(++head, std::memory_order_release);
     moved = true;
     if (op.done_bytes == op.bytes) {
-      if (single_copy) p.awaiting_ack.push_back(op);  // the peer reads our buffer: not done until it says so
-      else done.push_back(op.id);
+      if (single_copy)
+        p.awaiting_ack.push_back(op);  // the peer reads our buffer: not done until it says so
+      else
+        done.push_back(op.id);
       p.sends.pop_front();
     }
   }

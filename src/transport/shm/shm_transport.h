@@ -49,9 +49,9 @@ class ShmTransport final : public Transport {
     char* data;
     size_t bytes;
     uint64_t tag;
-    size_t done_bytes = 0;   // copied so far
-    bool started = false;    // first slot written / checked
-    uint64_t ack_target = 0; // single copy: complete when the peer's ack count reaches it
+    size_t done_bytes = 0;    // copied so far
+    bool started = false;     // first slot written / checked
+    uint64_t ack_target = 0;  // single copy: complete when the peer's ack count reaches it
   };
   struct Peer {
     int rank = -1;
