@@ -195,6 +195,10 @@ const Algorithm& Selector::choose(const CollShape& shape) {
       if (wanted == a.name) best = &a;
       continue;
     }
+    // The one-shot allreduce sends every vector to every rank: a choice for
+    // ranks of one node only, never across the network.
+    if (shape.collective == Collective::kAllreduce && std::string(a.name) == "direct" && link_class_ != "shm")
+      continue;
     double cost = a.cost(shape, model_.link(link_class_));
     if (best == nullptr || cost < best_cost) best = &a, best_cost = cost;
   }

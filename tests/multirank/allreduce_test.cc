@@ -87,7 +87,7 @@ class AllreduceMatrix : public ::testing::TestWithParam<AlgoRanks> {};
 TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
   const auto& [algorithm, nranks, transports] = GetParam();
   RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}, {"COLL_TRANSPORTS", transports}}};
-  if (algorithm != "auto") options.env["COLL_ALGO"] = "allreduce:" + algorithm;
+  if (algorithm != "auto") options.env["COLL_ALGO"] = algorithm;  // the one-name form: COLL_ALGO=tree
   const bool small_only = algorithm == "direct" || algorithm == "recursive_doubling";
   const std::vector<size_t> counts =
       small_only ? std::vector<size_t>{0, 1, 7, 1023, 65537} : std::vector<size_t>{0, 1, 7, 1023, 1048579};

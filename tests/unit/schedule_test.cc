@@ -465,6 +465,9 @@ TEST(Select, TheCostModelPicksLatencyOrBandwidthAlgorithms) {
   CollShape tiny{Collective::kAllreduce, 0, 8, 2, 4};
   CollShape huge{Collective::kAllreduce, 0, 8, 16 << 20, 4};
   std::string small_pick = s.choose(tiny).name, large_pick = s.choose(huge).name;
+  EXPECT_NE(small_pick, "direct") << "the one-shot allreduce is for ranks of one node";
+  s.set_link_class("shm");
+  EXPECT_STREQ(s.choose(tiny).name, "direct") << "on one node, one step beats log2(n)";
   EXPECT_TRUE(small_pick == "recursive_doubling" || small_pick == "direct" || small_pick == "tree") << small_pick;
   EXPECT_TRUE(large_pick == "ring" || large_pick == "halving_doubling") << large_pick;
   EXPECT_THROW(CostModel::parse("tcp.alpha = 3", "f"), Error);
