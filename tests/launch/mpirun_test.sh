@@ -15,4 +15,15 @@ for np in 2 4; do
   grep -q "allreduce, $np ranks" <<<"$out" || fail "np=$np: not $np ranks: $out"
   echo "== mpirun -np $np: OK"
 done
+# The peer benchmark: Open MPI's own collectives, the same table and exact check.
+for C in allreduce broadcast reduce allgather reduce_scatter alltoall; do
+  out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe -np 3 "$build/bench/mpi_perf" -C $C -b 8 -e 256K -f 32 -n 1 -w 0 -r 2 2>&1) \
+    || fail "mpi_perf -C $C exited non-zero: $out"
+  grep -q "^# Out of bounds values : 0 OK$" <<<"$out" || fail "mpi_perf -C $C: $out"
+done
+echo "== mpi_perf: every collective exact"
+set +e
+err=$(timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$build/bench/mpi_perf" -d bfloat16 2>&1)
+set -e
+grep -q "bfloat16 has no MPI datatype" <<<"$err" || fail "mpi_perf -d bfloat16 should say why it cannot: $err"
 echo "mpirun_test: all passed"
