@@ -49,12 +49,6 @@ const Setting& find(const char* name) {
 
 }  // namespace
 
-bool is_set(const char* name) {
-  find(name);
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
-
 std::string get_string(const char* name) {
   const Setting& s = find(name);
   const char* v = std::getenv(name);

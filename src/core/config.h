@@ -26,7 +26,6 @@ std::string get_string(const char* name);
 // a malformed value is kInvalidArgument naming the variable.
 int64_t get_int(const char* name);
 bool get_bool(const char* name);
-bool is_set(const char* name);
 
 // At init: warns about unknown COLL_* variables and, at INFO, prints every
 // setting with its value and where it came from (env or default).

@@ -110,10 +110,4 @@ void write(Level level, Subsys subsys, const std::string& message) {
 
 void set_rank(int rank) { state().rank = rank; }
 
-void reload() {
-  State& s = state();
-  s.level = parse_level(std::getenv("COLL_DEBUG"));
-  s.mask = parse_mask(std::getenv("COLL_DEBUG_SUBSYS"));
-}
-
 }  // namespace coll::log

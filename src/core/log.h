@@ -27,9 +27,6 @@ void write(Level level, Subsys subsys, const std::string& message);
 // Called once the process knows its rank, so that later lines carry it.
 void set_rank(int rank);
 
-// Re-reads COLL_DEBUG and COLL_DEBUG_SUBSYS (tests change them at run time).
-void reload();
-
 template <typename... Args>
 void warn(Subsys subsys, const Args&... args) {
   if (enabled(Level::kWarn, subsys)) write(Level::kWarn, subsys, str_cat(args...));

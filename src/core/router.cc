@@ -149,9 +149,4 @@ std::string Router::slowest_for(const std::vector<std::string>& addresses) const
   return transports_[worst]->capabilities().name;
 }
 
-std::string Router::transport_of(int peer) const {
-  auto it = route_.find(peer);
-  return it == route_.end() ? "" : transports_[it->second]->capabilities().name;
-}
-
 }  // namespace coll

@@ -29,9 +29,6 @@ class Router final : public transport::Transport {
   void close() override;
   bool reaches(const std::string&) const override { return true; }
 
-  // The transport serving `peer` ("shm", "tcp"), or "" before connect.
-  std::string transport_of(int peer) const;
-
   // The slowest transport any pair of ranks will use: the last, in
   // preference order, that some peer needs ("shm" when all share this node).
   std::string slowest_for(const std::vector<std::string>& addresses) const;

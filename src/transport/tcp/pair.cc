@@ -79,7 +79,6 @@ bool Pair::progress_sends(std::vector<RequestId>& done) {
     if (op.header_done == sizeof(FrameHeader) && op.payload_done == op.bytes) {
       done.push_back(op.id);
       sends_.pop_front();
-      ++sent_messages_;
     } else if (n == 0) {
       return moved;
     }

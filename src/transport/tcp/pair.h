@@ -67,7 +67,6 @@ class Pair {
   std::string peer_address_;
   std::deque<Op> sends_;
   std::deque<Op> recvs_;
-  uint64_t sent_messages_ = 0;
   uint64_t received_messages_ = 0;
 };
 
