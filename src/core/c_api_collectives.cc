@@ -7,7 +7,9 @@
 
 #include <coll/coll.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -63,15 +65,18 @@ struct Checker {
       fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": ", name, " is null with ", bytes, " bytes to move");
   }
   // The two ranges must be disjoint, or the input must sit at `in_place`
-  // bytes from the start of the output.
-  void overlap(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes, int64_t in_place,
-               const char* rule) const {
-    if (send == nullptr || recv == nullptr || send_bytes == 0 || recv_bytes == 0) return;
+  // bytes from the start of the output. Returns that offset when the call
+  // is in place (what the algorithms need to know), nothing when disjoint.
+  std::optional<int64_t> overlap(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes,
+                                 int64_t in_place, const char* rule) const {
+    if (send == nullptr || recv == nullptr || send_bytes == 0 || recv_bytes == 0) return std::nullopt;
     auto s = reinterpret_cast<intptr_t>(send), r = reinterpret_cast<intptr_t>(recv);
     bool disjoint = s + static_cast<intptr_t>(send_bytes) <= r || r + static_cast<intptr_t>(recv_bytes) <= s;
-    if (!disjoint && s - r != in_place)
+    if (disjoint) return std::nullopt;
+    if (s - r != in_place)
       fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": sendbuf and recvbuf overlap, but not in place (",
            rule, ")");
+    return in_place;
   }
 };
 
@@ -105,14 +110,17 @@ OpRequest allreduce_op(const Checker& k, const void* send, void* recv, size_t co
   k.datatype(t), k.redop(op), k.stream(stream);
   size_t b = k.bytes(count, t);
   k.buffer(send, b, "sendbuf"), k.buffer(recv, b, "recvbuf");
-  k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
-  return OpRequest{Collective::kAllreduce, send, recv, count, t, op};
+  OpRequest req{Collective::kAllreduce, send, recv, count, t, op};
+  req.send_offset = k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
+  return req;
 }
 
 OpRequest broadcast_op(const Checker& k, void* buf, size_t count, coll_datatype_t t, int root, coll_stream_t stream) {
   k.datatype(t), k.stream(stream), k.rank_arg(root, "root");
   k.buffer(buf, k.bytes(count, t), "buf");
-  return OpRequest{Collective::kBroadcast, buf, buf, count, t, COLL_SUM, root};
+  OpRequest req{Collective::kBroadcast, buf, buf, count, t, COLL_SUM, root};
+  req.send_offset = 0;  // one buffer
+  return req;
 }
 
 OpRequest reduce_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t, coll_redop_t op,
@@ -121,8 +129,9 @@ OpRequest reduce_op(const Checker& k, const void* send, void* recv, size_t count
   size_t b = k.bytes(count, t);
   k.buffer(send, b, "sendbuf");
   if (k.c.rank() == root) k.buffer(recv, b, "recvbuf");
-  k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
-  return OpRequest{Collective::kReduce, send, recv, count, t, op, root};
+  OpRequest req{Collective::kReduce, send, recv, count, t, op, root};
+  req.send_offset = k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
+  return req;
 }
 
 OpRequest allgather_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
@@ -130,9 +139,10 @@ OpRequest allgather_op(const Checker& k, const void* send, void* recv, size_t co
   k.datatype(t), k.stream(stream);
   size_t b = k.bytes(count, t), all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
   k.buffer(send, b, "sendbuf"), k.buffer(recv, all, "recvbuf");
-  k.overlap(send, b, recv, all, static_cast<int64_t>(b) * k.c.rank(),
-            "in place needs sendbuf == recvbuf + rank * sendcount");
-  return OpRequest{Collective::kAllgather, send, recv, count, t};
+  OpRequest req{Collective::kAllgather, send, recv, count, t};
+  req.send_offset = k.overlap(send, b, recv, all, static_cast<int64_t>(b) * k.c.rank(),
+                              "in place needs sendbuf == recvbuf + rank * sendcount");
+  return req;
 }
 
 OpRequest reduce_scatter_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
@@ -140,9 +150,10 @@ OpRequest reduce_scatter_op(const Checker& k, const void* send, void* recv, size
   k.datatype(t), k.redop(op), k.stream(stream);
   size_t b = k.bytes(count, t), all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
   k.buffer(send, all, "sendbuf"), k.buffer(recv, b, "recvbuf");
-  k.overlap(send, all, recv, b, -static_cast<int64_t>(b) * k.c.rank(),
-            "in place needs recvbuf == sendbuf + rank * recvcount");
-  return OpRequest{Collective::kReduceScatter, send, recv, count, t, op};
+  OpRequest req{Collective::kReduceScatter, send, recv, count, t, op};
+  req.send_offset = k.overlap(send, all, recv, b, -static_cast<int64_t>(b) * k.c.rank(),
+                              "in place needs recvbuf == sendbuf + rank * recvcount");
+  return req;
 }
 
 OpRequest alltoall_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
@@ -150,8 +161,9 @@ OpRequest alltoall_op(const Checker& k, const void* send, void* recv, size_t cou
   k.datatype(t), k.stream(stream);
   size_t all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
   k.buffer(send, all, "sendbuf"), k.buffer(recv, all, "recvbuf");
-  k.overlap(send, all, recv, all, 0, "in place needs sendbuf == recvbuf");
-  return OpRequest{Collective::kAlltoall, send, recv, count, t};
+  OpRequest req{Collective::kAlltoall, send, recv, count, t};
+  req.send_offset = k.overlap(send, all, recv, all, 0, "in place needs sendbuf == recvbuf");
+  return req;
 }
 
 OpRequest p2p_op(const Checker& k, Collective which, void* buf, size_t count, coll_datatype_t t, int peer,

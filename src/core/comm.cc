@@ -64,19 +64,7 @@ std::vector<Job> Communicator::compile(const std::vector<OpRequest>& ops) {
     shape.root = op.root;
     shape.average = op.op == COLL_AVG;
     shape.chunk_bytes = chunk_bytes_;
-    // In place: the input's address relative to the output's (the C API has
-    // checked that overlapping buffers sit exactly where in-place puts them).
-    if (op.send != nullptr && op.recv != nullptr && op.collective != algo::Collective::kSend &&
-        op.collective != algo::Collective::kRecv) {
-      auto s = reinterpret_cast<intptr_t>(op.send), r = reinterpret_cast<intptr_t>(op.recv);
-      bool overlap = op.collective == algo::Collective::kAllgather
-                         ? s == r + static_cast<intptr_t>(rank_ * op.count * shape.elem_size)
-                     : op.collective == algo::Collective::kReduceScatter
-                         ? r == s + static_cast<intptr_t>(rank_ * op.count * shape.elem_size)
-                         : s == r;
-      if (overlap) shape.send_offset = static_cast<int64_t>(s - r);
-    }
-    if (op.collective == algo::Collective::kBroadcast) shape.send_offset = 0;  // one buffer
+    shape.send_offset = op.send_offset;
     const algo::Algorithm& algorithm =
         op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm) : selector_->choose(shape);
     jobs.push_back(

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,9 @@ struct OpRequest {
   size_t count = 0;
   coll_datatype_t dtype = COLL_UINT8;
   coll_redop_t op = COLL_SUM;
-  int root = 0;                     // or the peer of send/recv
-  const char* algorithm = nullptr;  // forced (internal use); null: COLL_ALGO or the cost model
+  int root = 0;                          // or the peer of send/recv
+  const char* algorithm = nullptr;       // forced (internal use); null: COLL_ALGO or the cost model
+  std::optional<int64_t> send_offset{};  // in place: input address minus output address (the C API decides)
 };
 
 class Communicator {
