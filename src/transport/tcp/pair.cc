@@ -127,8 +127,14 @@ bool Pair::progress_recvs(std::vector<RequestId>& done) {
   return moved;
 }
 
+// Abort resets the connection (linger 0: close sends RST), so that a peer
+// blocked sending to us fails at once. A mere shutdown would leave it
+// waiting, while our unread data sat in the socket, until this process exits.
 void Pair::shutdown() {
-  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+  if (!fd_.valid()) return;
+  linger reset{1, 0};
+  setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  fd_.reset();
 }
 
 std::string Pair::describe_pending() const {
