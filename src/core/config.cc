@@ -28,6 +28,8 @@ const std::vector<Setting>& settings() {
        "transports in order of preference; each peer gets the first that reaches it (shm: same node)"},
       {"COLL_SHM_SINGLE_COPY", "bool", "1", "",
        "shm: let receivers read large messages straight from the sender (process_vm_readv); 0 copies via slots"},
+      {"COLL_REDUCE_ISA", "string", "", "",
+       "reduction kernels: portable, avx2 or avx512; unset picks the widest this CPU supports"},
       {"COLL_HOSTID", "string", "", "", "overrides this node's identity (emulated multi-node)"},
       {"COLL_RANK", "int", "", "", "set by collrun: this process's rank"},
       {"COLL_NRANKS", "int", "", "", "set by collrun: number of ranks"},

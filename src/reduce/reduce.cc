@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "reduce/half.h"
+#include "reduce/isa.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -40,65 +41,6 @@ BFloat narrow(float f) {
 
 template <typename T>
 constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat>;
-
-// The binary operation on one element type. Integers go through their
-// unsigned twin so that overflow wraps instead of being undefined.
-template <typename T>
-T combine(coll_redop_t op, T a, T b) {
-  if constexpr (kIsHalfLike<T>) {
-    float x = widen(a), y = widen(b);
-    return narrow<T>(combine<float>(op, x, y));
-  } else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    switch (op) {
-      case COLL_SUM:
-      case COLL_AVG:
-        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case COLL_PROD:
-        return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case COLL_MIN:
-        return b < a ? b : a;
-      default:
-        return a < b ? b : a;
-    }
-  } else {
-    switch (op) {
-      case COLL_SUM:
-      case COLL_AVG:
-        return a + b;
-      case COLL_PROD:
-        return a * b;
-      case COLL_MIN:
-        return b < a ? b : a;
-      default:
-        return a < b ? b : a;
-    }
-  }
-}
-
-// The loop is written per op so that the compiler vectorises the plain types.
-template <typename T>
-void reduce_typed(coll_redop_t op, T* dst, const T* a, const T* b, size_t n) {
-  if constexpr (kIsHalfLike<T>) {
-    for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(op, a[i], b[i]);
-  } else {
-    switch (op) {
-      case COLL_SUM:
-      case COLL_AVG:
-        for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_SUM, a[i], b[i]);
-        break;
-      case COLL_PROD:
-        for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_PROD, a[i], b[i]);
-        break;
-      case COLL_MIN:
-        for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_MIN, a[i], b[i]);
-        break;
-      default:
-        for (size_t i = 0; i < n; ++i) dst[i] = combine<T>(COLL_MAX, a[i], b[i]);
-        break;
-    }
-  }
-}
 
 template <typename T>
 void divide_typed(T* dst, size_t n, int divisor) {
@@ -141,10 +83,9 @@ void dispatch(coll_datatype_t dtype, Fn&& fn) {
 }  // namespace
 
 void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count) {
-  dispatch(dtype, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    reduce_typed<T>(op, static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count);
-  });
+  if (!valid_datatype(dtype)) fail(Code::kInvalidArgument, "datatype: unknown value ", static_cast<int>(dtype));
+  static const ReduceFn kernel = reduce_kernel(active_isa());
+  kernel(dtype, op, dst, a, b, count);
 }
 
 void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor) {

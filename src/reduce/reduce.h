@@ -18,7 +18,8 @@
 
 namespace coll::reduce {
 
-// dst[i] = a[i] (op) b[i] for i < count. dst may alias a or b exactly.
+// dst[i] = a[i] (op) b[i] for i < count. dst may alias a or b exactly. Runs
+// the kernel of the widest instruction set the CPU has (isa.h).
 void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count);
 
 // dst[i] /= divisor, once, at the end of an AVG.

@@ -1,10 +1,14 @@
 // Reduction kernels for every dtype and op against scalar references
-// computed independently (wide integers, double, the compiler's _Float16).
+// computed independently (wide integers, double, the compiler's _Float16),
+// once per instruction set this CPU has (portable, AVX2, AVX-512).
 #include "reduce/reduce.h"
 #include "reduce/half.h"
+#include "reduce/isa.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -30,7 +34,7 @@ T int_reference(coll_redop_t op, T a, T b) {
 }
 
 template <typename T>
-void check_integer(coll_datatype_t t) {
+void check_integer(ReduceFn reduce, coll_datatype_t t) {
   std::mt19937_64 rng(static_cast<uint64_t>(t) + 1);
   // Whole range: sums and products overflow and must wrap.
   const size_t n = 1031;
@@ -46,17 +50,29 @@ void check_integer(coll_datatype_t t) {
   }
 }
 
-TEST(Reduce, IntegersWrapAndCompare) {
-  check_integer<int8_t>(COLL_INT8);
-  check_integer<uint8_t>(COLL_UINT8);
-  check_integer<int32_t>(COLL_INT32);
-  check_integer<uint32_t>(COLL_UINT32);
-  check_integer<int64_t>(COLL_INT64);
-  check_integer<uint64_t>(COLL_UINT64);
+// Each test runs once per instruction set; those this CPU lacks are skipped.
+class Kernel : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU or build has no " << isa_name(GetParam());
+    kernel = reduce_kernel(GetParam());
+  }
+  ReduceFn kernel = nullptr;
+};
+INSTANTIATE_TEST_SUITE_P(Isas, Kernel, ::testing::ValuesIn(kAllIsas),
+                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+
+TEST_P(Kernel, IntegersWrapAndCompare) {
+  check_integer<int8_t>(kernel, COLL_INT8);
+  check_integer<uint8_t>(kernel, COLL_UINT8);
+  check_integer<int32_t>(kernel, COLL_INT32);
+  check_integer<uint32_t>(kernel, COLL_UINT32);
+  check_integer<int64_t>(kernel, COLL_INT64);
+  check_integer<uint64_t>(kernel, COLL_UINT64);
 }
 
 template <typename T>
-void check_float(coll_datatype_t t) {
+void check_float(ReduceFn reduce, coll_datatype_t t) {
   std::mt19937 rng(static_cast<unsigned>(t));
   std::uniform_real_distribution<double> dist(-1000, 1000);
   const size_t n = 1031;
@@ -79,13 +95,13 @@ void check_float(coll_datatype_t t) {
   }
 }
 
-TEST(Reduce, Float32AndFloat64) {
-  check_float<float>(COLL_FLOAT32);
-  check_float<double>(COLL_FLOAT64);
+TEST_P(Kernel, Float32AndFloat64) {
+  check_float<float>(kernel, COLL_FLOAT32);
+  check_float<double>(kernel, COLL_FLOAT64);
 }
 
 // 16-bit floats: widened to float32, combined once, rounded to nearest even.
-void check_16bit(coll_datatype_t t, float (*widen)(uint16_t), uint16_t (*narrow)(float)) {
+void check_16bit(ReduceFn reduce, coll_datatype_t t, float (*widen)(uint16_t), uint16_t (*narrow)(float)) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-200, 200);
   const size_t n = 1031;
@@ -108,24 +124,104 @@ void check_16bit(coll_datatype_t t, float (*widen)(uint16_t), uint16_t (*narrow)
   }
 }
 
-TEST(Reduce, Float16AndBFloat16AccumulateInFloat32) {
-  check_16bit(COLL_FLOAT16, half_to_float, float_to_half);
-  check_16bit(COLL_BFLOAT16, bfloat16_to_float, float_to_bfloat16);
+TEST_P(Kernel, Float16AndBFloat16AccumulateInFloat32) {
+  check_16bit(kernel, COLL_FLOAT16, half_to_float, float_to_half);
+  check_16bit(kernel, COLL_BFLOAT16, bfloat16_to_float, float_to_bfloat16);
 #ifdef __FLT16_MAX__
   // And against the compiler's own half arithmetic for sums.
   _Float16 x = static_cast<_Float16>(1.5f), y = static_cast<_Float16>(2049.0f);
   uint16_t a = std::bit_cast<uint16_t>(x), b = std::bit_cast<uint16_t>(y), out = 0;
-  reduce(COLL_FLOAT16, COLL_SUM, &out, &a, &b, 1);
+  kernel(COLL_FLOAT16, COLL_SUM, &out, &a, &b, 1);
   EXPECT_EQ(out, std::bit_cast<uint16_t>(static_cast<_Float16>(static_cast<float>(x) + static_cast<float>(y))));
 #endif
 }
 
-TEST(Reduce, InPlaceAliasingAndZeroCount) {
+TEST_P(Kernel, InPlaceAliasingAndZeroCount) {
   std::vector<int32_t> a = {1, 2, 3}, b = {10, 20, 30};
-  reduce(COLL_INT32, COLL_SUM, a.data(), a.data(), b.data(), 3);
+  kernel(COLL_INT32, COLL_SUM, a.data(), a.data(), b.data(), 3);
   EXPECT_EQ(a, (std::vector<int32_t>{11, 22, 33}));
-  reduce(COLL_INT32, COLL_SUM, b.data(), a.data(), b.data(), 0);
-  EXPECT_EQ(b, (std::vector<int32_t>{10, 20, 30}));
+  kernel(COLL_INT32, COLL_SUM, b.data(), b.data(), a.data(), 3);
+  EXPECT_EQ(b, (std::vector<int32_t>{21, 42, 63}));
+  kernel(COLL_INT32, COLL_SUM, b.data(), a.data(), b.data(), 0);
+  EXPECT_EQ(b, (std::vector<int32_t>{21, 42, 63}));
+  std::vector<uint16_t> h = {float_to_half(1.5f), float_to_half(2.0f)};
+  kernel(COLL_FLOAT16, COLL_SUM, h.data(), h.data(), h.data(), 2);
+  EXPECT_EQ(h, (std::vector<uint16_t>{float_to_half(3.0f), float_to_half(4.0f)}));
+}
+
+// Every length around the vector widths (8 and 16 lanes, 32 and 64 bytes),
+// at unaligned starts, for every dtype and op: the same bits as the portable
+// kernel, and nothing written past the end.
+TEST_P(Kernel, EveryLengthAndAlignmentMatchesPortable) {
+  std::mt19937 rng(11);
+  const size_t max_n = 70, guard = 16;
+  for (int dt = 0; dt < COLL_NUM_DATATYPES; ++dt) {
+    auto t = static_cast<coll_datatype_t>(dt);
+    const size_t es = datatype_size(t);
+    std::vector<unsigned char> a((max_n + 1) * es), b((max_n + 1) * es);
+    for (auto& byte : a) byte = static_cast<unsigned char>(rng());
+    for (auto& byte : b) byte = static_cast<unsigned char>(rng());
+    if (es == 2 || es >= 4) {  // keep floats finite: clear the top exponent bit of every element
+      for (size_t i = 0; i + es <= a.size(); i += es) a[i + es - 1] &= 0x3f, b[i + es - 1] &= 0x3f;
+    }
+    for (int op = 0; op < COLL_NUM_REDOPS; ++op)
+      for (size_t offset : {size_t{0}, size_t{1}})
+        for (size_t n = 0; n + offset <= max_n; ++n) {
+          std::vector<unsigned char> want((n + guard) * es, 0xa5), got((n + guard) * es, 0xa5);
+          const void* x = a.data() + offset * es;
+          const void* y = b.data() + offset * es;
+          reduce_kernel(Isa::kPortable)(t, static_cast<coll_redop_t>(op), want.data(), x, y, n);
+          kernel(t, static_cast<coll_redop_t>(op), got.data(), x, y, n);
+          ASSERT_EQ(got, want) << datatype_name(t) << " " << redop_name(static_cast<coll_redop_t>(op)) << " n=" << n
+                               << " offset=" << offset;
+        }
+  }
+}
+
+// Every float16 and bfloat16 bit pattern (NaN, infinity, subnormals,
+// overflow to infinity) against a set of partners, through the scalar
+// conversions of half.h. A NaN must come out as a NaN; which payload IEEE
+// leaves open.
+TEST_P(Kernel, Every16BitPatternRoundsLikeHalfH) {
+  struct Kind {
+    coll_datatype_t t;
+    float (*widen)(uint16_t);
+    uint16_t (*narrow)(float);
+  };
+  const uint16_t partners[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x7bff, 0x7c00,
+                               0xfc00, 0x7e00, 0x3f80, 0x7f7f, 0x7f80, 0xff80, 0x7fc0, 0x0080, 0x1234};
+  for (Kind k :
+       {Kind{COLL_FLOAT16, half_to_float, float_to_half}, Kind{COLL_BFLOAT16, bfloat16_to_float, float_to_bfloat16}}) {
+    std::vector<uint16_t> a(65536), b(65536), out(65536);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint16_t>(i);
+    for (uint16_t partner : partners) {
+      std::fill(b.begin(), b.end(), partner);
+      for (coll_redop_t op : {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX}) {
+        kernel(k.t, op, out.data(), a.data(), b.data(), a.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          float x = k.widen(a[i]), y = k.widen(partner);
+          float r = op == COLL_SUM    ? x + y
+                    : op == COLL_PROD ? x * y
+                    : op == COLL_MIN  ? (y < x ? y : x)
+                                      : (x < y ? y : x);
+          uint16_t want = k.narrow(r);
+          bool want_nan = std::isnan(k.widen(want));
+          if (want_nan ? !std::isnan(k.widen(out[i])) : out[i] != want)
+            FAIL() << datatype_name(k.t) << " " << redop_name(op) << " a=0x" << std::hex << a[i] << " b=0x" << partner
+                   << ": got 0x" << out[i] << ", want 0x" << want;
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, ChoosesTheWidestSupportedIsa) {
+  Isa best = best_isa();
+  EXPECT_TRUE(isa_supported(best));
+  EXPECT_TRUE(isa_supported(Isa::kPortable));
+  for (Isa isa : kAllIsas)
+    if (isa_supported(isa)) EXPECT_GE(static_cast<int>(best), static_cast<int>(isa)) << isa_name(isa);
+  EXPECT_EQ(active_isa(), best);  // COLL_REDUCE_ISA is not set in this test
 }
 
 TEST(Reduce, DivideTruncatesIntegersAndRoundsFloatsOnce) {
