@@ -195,9 +195,24 @@ inline size_t row_count(const Ops& ops, size_t bytes, coll_datatype_t t, int nra
   return count;
 }
 
+// One checked call: fill the inputs, run, count this rank's wrong outputs.
+// A library whose buffers are not the sweep's host buffers (nccl_perf: one
+// process, every GPU a rank, device memory) does all of it in check(ops, c).
+template <typename Library>
+uint64_t checked_run(const Ops& ops, Library& lib, const Case& c) {
+  if constexpr (requires { lib.check(ops, c); }) {
+    return lib.check(ops, c);
+  } else {
+    ops.fill(c);
+    lib.run(c);
+    return ops.wrong(c);
+  }
+}
+
 // The whole sweep, for any library. `lib` provides run(const Case&) (one
 // call of the collective, false on failure), barrier(), and the reductions
-// sum(uint64_t&) and max(double&) across ranks. `comm` fills Case::comm.
+// sum(uint64_t&) and max(double&) across ranks, and optionally check (see
+// checked_run). `comm` fills Case::comm.
 // Returns the number of wrong elements over all sizes and ranks.
 template <typename Library>
 size_t sweep(const Options& o, const Ops& ops, int rank, int nranks, coll_comm_t comm, Library& lib,
@@ -208,9 +223,7 @@ size_t sweep(const Options& o, const Ops& ops, int rank, int nranks, coll_comm_t
   auto measure = [&](const Case& c) {
     Result res;
     if (o.check) {
-      ops.fill(c);
-      lib.run(c);
-      uint64_t wrong = ops.wrong(c);
+      uint64_t wrong = checked_run(ops, lib, c);
       lib.sum(wrong);
       res.wrong = wrong;
     }

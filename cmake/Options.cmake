@@ -4,6 +4,8 @@ set(COLL_WITH_HWLOC AUTO CACHE STRING "topology from hwloc (AUTO, ON, OFF)")
 set(COLL_WITH_MPI AUTO CACHE STRING "MPI bootstrap under mpirun/srun (AUTO, ON, OFF)")
 set(COLL_WITH_VERBS AUTO CACHE STRING "InfiniBand/RoCE verbs (AUTO, ON, OFF)")
 set(COLL_WITH_CUDA AUTO CACHE STRING "CUDA device buffers (AUTO, ON, OFF)")
+set(COLL_WITH_NCCL AUTO CACHE STRING "NCCL, for the nccl_perf peer benchmark; needs CUDA (AUTO, ON, OFF)")
+set(COLL_WITH_GLOO AUTO CACHE STRING "Gloo, for the gloo_perf peer benchmark (AUTO, ON, OFF)")
 
 # coll_resolve(NAME FOUND WHAT): turns AUTO into ON/OFF from FOUND; ON without FOUND is an error.
 function(coll_resolve name found what)
@@ -44,3 +46,38 @@ if(NOT COLL_WITH_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
 endif()
 coll_resolve(COLL_WITH_CUDA CUDAToolkit_FOUND "CUDA toolkit, /usr/local/cuda")
+
+# NCCL ships inside the CUDA toolkit here (/usr/local/cuda/{include,lib64}) and
+# has no CMake package: look for the header and library next to the toolkit's.
+set(NCCL_FOUND FALSE)
+if(COLL_WITH_CUDA_ENABLED AND NOT COLL_WITH_NCCL STREQUAL "OFF")
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  if(NCCL_LIBRARY AND NCCL_INCLUDE_DIR)
+    set(NCCL_FOUND TRUE)
+  endif()
+endif()
+coll_resolve(COLL_WITH_NCCL NCCL_FOUND "NCCL with CUDA, nccl.h and libnccl.so")
+
+# Debian's libgloo-dev installs a config exporting the target `gloo`; an
+# install without it (built by hand, or an older package) still has the
+# header and the library, so look for those too.
+if(NOT COLL_WITH_GLOO STREQUAL "OFF")
+  find_package(Gloo CONFIG QUIET)
+  if(NOT TARGET gloo)
+    find_library(GLOO_LIBRARY gloo)
+    find_path(GLOO_INCLUDE_DIR gloo/config.h)
+    if(GLOO_LIBRARY AND GLOO_INCLUDE_DIR)
+      add_library(gloo UNKNOWN IMPORTED)
+      set_target_properties(gloo PROPERTIES
+        IMPORTED_LOCATION "${GLOO_LIBRARY}"
+        INTERFACE_INCLUDE_DIRECTORIES "${GLOO_INCLUDE_DIR}")
+    endif()
+  endif()
+endif()
+if(TARGET gloo)
+  set(GLOO_USABLE TRUE)
+else()
+  set(GLOO_USABLE FALSE)
+endif()
+coll_resolve(COLL_WITH_GLOO GLOO_USABLE "Gloo, libgloo-dev")
