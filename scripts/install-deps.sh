@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages coll builds and tests with, and only those that
 # are missing. Idempotent: a second run installs nothing and says so.
+# Extra package names on the command line are installed too.
 set -euo pipefail
 
 packages=(
@@ -9,8 +10,11 @@ packages=(
   libbenchmark-dev              # microbenchmarks
   libssl-dev                    # HMAC-SHA256 for connection authentication
   libhwloc-dev                  # topology (COLL_WITH_HWLOC)
-  libopenmpi-dev openmpi-bin    # MPI bootstrap and mpirun tests (COLL_WITH_MPI)
+  libopenmpi-dev openmpi-bin    # MPI bootstrap and mpirun tests (COLL_WITH_MPI); the mpi_perf peer
+  libgloo-dev                   # the gloo_perf peer (COLL_WITH_GLOO)
   iproute2                      # interface discovery, emulated clusters
+  gnuplot-nox                   # scripts/compare.sh's plots
+  "$@"
 )
 
 missing=()

@@ -102,11 +102,13 @@ int main(int argc, char** argv) {
     for (size_t bytes : {size_t{8}, size_t{4} << 10, size_t{64} << 10})
       benchmark::RegisterBenchmark((std::string("pingpong/") + kind + "/" + std::to_string(bytes)).c_str(), run, kind,
                                    Mode::kPingPong, bytes)
-          ->UseRealTime()->MinWarmUpTime(0.05);
+          ->UseRealTime()
+          ->MinWarmUpTime(0.05);
     for (size_t bytes : {size_t{64} << 10, size_t{1} << 20, size_t{4} << 20})
       benchmark::RegisterBenchmark((std::string("stream/") + kind + "/" + std::to_string(bytes)).c_str(), run, kind,
                                    Mode::kStream, bytes)
-          ->UseRealTime()->MinWarmUpTime(0.05);
+          ->UseRealTime()
+          ->MinWarmUpTime(0.05);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
