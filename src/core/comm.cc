@@ -52,39 +52,62 @@ Communicator::~Communicator() {
   if (store_ && prefix_.empty()) store_->bye(nranks_);
 }
 
+// Schedules depend on the shape of a call, never on its buffers, so a
+// training loop that repeats the same few collectives builds each once.
+std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
+  PlanKey key{op.collective,
+              op.count,
+              reduce::datatype_size(op.dtype),
+              op.op == COLL_AVG,
+              op.root,
+              op.send_offset.has_value(),
+              op.send_offset.value_or(0),
+              op.algorithm ? op.algorithm : ""};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  algo::CollShape shape;
+  shape.collective = op.collective;
+  shape.rank = rank_;
+  shape.nranks = nranks_;
+  shape.count = op.count;
+  shape.elem_size = reduce::datatype_size(op.dtype);
+  shape.root = op.root;
+  shape.average = op.op == COLL_AVG;
+  shape.chunk_bytes = chunk_bytes_;
+  shape.send_offset = op.send_offset;
+  const algo::Algorithm& algorithm =
+      op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm) : selector_->choose(shape);
+  auto plan = std::make_shared<Plan>();
+  plan->schedule = algorithm.build(shape);
+  plan->peers = plan->schedule.peers();
+  if (plans_.size() >= kMaxPlans) plans_.clear();  // a program that never repeats a shape: start over
+  plans_.emplace(std::move(key), plan);
+  return plan;
+}
+
 std::vector<Job> Communicator::compile(const std::vector<OpRequest>& ops) {
   std::vector<Job> jobs;
-  for (const OpRequest& op : ops) {
-    algo::CollShape shape;
-    shape.collective = op.collective;
-    shape.rank = rank_;
-    shape.nranks = nranks_;
-    shape.count = op.count;
-    shape.elem_size = reduce::datatype_size(op.dtype);
-    shape.root = op.root;
-    shape.average = op.op == COLL_AVG;
-    shape.chunk_bytes = chunk_bytes_;
-    shape.send_offset = op.send_offset;
-    const algo::Algorithm& algorithm =
-        op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm) : selector_->choose(shape);
-    jobs.push_back(
-        Job{algorithm.build(shape), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective)});
-  }
+  jobs.reserve(ops.size());
+  for (const OpRequest& op : ops)
+    jobs.push_back(Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective)});
   return jobs;
 }
 
 void Communicator::execute(std::vector<Job>& jobs) {
   if (aborted_) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
   Deadline deadline = Deadline::after_ms(timeout_ms_);
-  std::vector<int> peers;
-  for (const Job& j : jobs)
-    for (int p : j.schedule.peers()) peers.push_back(p);
-  std::sort(peers.begin(), peers.end());
-  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-  transport_->connect(peers, addresses_, deadline);
+  if (jobs.size() == 1) {
+    transport_->connect(jobs[0].plan->peers, addresses_, deadline);
+  } else {
+    std::vector<int> peers;
+    for (const Job& j : jobs) peers.insert(peers.end(), j.plan->peers.begin(), j.plan->peers.end());
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    transport_->connect(peers, addresses_, deadline);
+  }
   ++seq_;
-  log::trace(log::kColl, jobs[0].what, " #", seq_, ": ", jobs.size(), " job(s), ", jobs[0].schedule.algorithm, ", ",
-             jobs[0].schedule.steps.size(), " steps");
+  log::trace(log::kColl, jobs[0].what, " #", seq_, ": ", jobs.size(), " job(s), ", jobs[0].plan->schedule.algorithm,
+             ", ", jobs[0].plan->schedule.steps.size(), " steps");
   executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline);
 }
 

@@ -20,6 +20,8 @@
 #include <coll/coll.h>
 
 #include <atomic>
+#include <compare>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,6 +67,21 @@ class Communicator {
   bool aborted() const { return aborted_; }
 
  private:
+  // Everything a schedule depends on; not the buffers.
+  struct PlanKey {
+    algo::Collective collective;
+    size_t count;
+    size_t elem_size;
+    bool average;
+    int root;
+    bool has_send_offset;
+    int64_t send_offset;
+    std::string algorithm;  // forced one, or empty
+    auto operator<=>(const PlanKey&) const = default;
+  };
+  static constexpr size_t kMaxPlans = 256;
+
+  std::shared_ptr<const Plan> plan_for(const OpRequest& op);
   std::vector<Job> compile(const std::vector<OpRequest>& ops);
   void execute(std::vector<Job>& jobs);
 
@@ -78,6 +95,7 @@ class Communicator {
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;
   std::vector<std::string> addresses_;
+  std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   Executor executor_;
   ChannelCounters counters_;
   uint64_t seq_ = 0;

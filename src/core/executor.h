@@ -17,13 +17,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coll {
 
-struct Job {
+// A built schedule and the peers it talks to, shared by every call with the
+// same shape (Communicator caches them).
+struct Plan {
   algo::Schedule schedule;
+  std::vector<int> peers;
+};
+
+struct Job {
+  std::shared_ptr<const Plan> plan;
   const void* send = nullptr;
   void* recv = nullptr;
   coll_datatype_t dtype = COLL_UINT8;
@@ -45,6 +54,29 @@ class Executor {
            transport::Transport& transport, const Deadline& deadline);
 
  private:
+  // A channel: the steps that use one peer in one direction, in program order.
+  struct Channel {
+    std::vector<uint32_t> steps;
+    size_t next = 0;  // first not yet posted
+  };
+
+  void prepare(std::vector<Job>& jobs, int nranks);
+
+  // Per-call state, kept between calls so that a small collective allocates
+  // nothing: the batch's steps in global order, their unfinished dependency
+  // counts, who depends on whom (compressed rows), the channels per peer.
+  std::vector<const algo::Step*> steps_;
+  std::vector<uint32_t> job_of_, base_, fill_;
+  std::vector<uint32_t> waiting_;
+  std::vector<uint32_t> dependents_start_, dependents_;
+  std::vector<Channel> sends_, recvs_;  // indexed by peer rank
+  std::vector<int> send_peers_, recv_peers_;
+  std::vector<uint32_t> local_;  // copy / reduce / divide steps ready to run
+  std::vector<std::pair<transport::RequestId, uint32_t>> in_flight_;
+  std::vector<size_t> free_slots_, slot_of_;
+  std::vector<transport::RequestId> done_;
+  size_t max_staged_bytes_ = 0;
+
   // Staging for received chunks before they are reduced, and scratch for
   // schedules that ask for it. Kept between calls so that large collectives
   // do not page-fault fresh memory each time.

@@ -63,7 +63,8 @@ std::vector<std::unique_ptr<transport::Transport>> make_transports(int rank, int
 Router::Router(int rank, std::vector<std::unique_ptr<transport::Transport>> transports)
     : rank_(rank), transports_(std::move(transports)) {
   caps_.name = "router";
-  ids_.resize(transports_.size());
+  if (transports_.size() > kMaxTransports) fail(Code::kInvalidArgument, "COLL_TRANSPORTS: more than 8 transports");
+  outstanding_.resize(transports_.size());
 }
 
 std::string Router::local_address() const {
@@ -83,6 +84,8 @@ size_t Router::choose(int peer, const std::string& address) const {
 
 void Router::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
                      const Deadline& deadline) {
+  // Every collective calls this; after the first time its peers are known.
+  if (std::all_of(peers.begin(), peers.end(), [&](int p) { return connected_.count(p) != 0; })) return;
   std::vector<std::vector<int>> per(transports_.size());
   for (int peer : peers) {
     if (!route_.count(peer)) {
@@ -97,39 +100,38 @@ void Router::connect(const std::vector<int>& peers, const std::vector<std::strin
     for (const auto& a : addresses) mine.push_back(part_for(a, transports_[i]->capabilities().name));
     transports_[i]->connect(per[i], mine, deadline);
   }
+  connected_.insert(peers.begin(), peers.end());
 }
 
 transport::RequestId Router::post_send(int peer, const void* data, size_t bytes, uint64_t tag) {
   size_t i = route_.at(peer);
-  transport::RequestId id = next_++;
-  ids_[i][transports_[i]->post_send(peer, data, bytes, tag)] = id;
-  return id;
+  transport::RequestId inner = transports_[i]->post_send(peer, data, bytes, tag);
+  ++outstanding_[i];
+  return inner * kMaxTransports + i;
 }
 
 transport::RequestId Router::post_recv(int peer, void* data, size_t bytes, uint64_t tag) {
   size_t i = route_.at(peer);
-  transport::RequestId id = next_++;
-  ids_[i][transports_[i]->post_recv(peer, data, bytes, tag)] = id;
-  return id;
+  transport::RequestId inner = transports_[i]->post_recv(peer, data, bytes, tag);
+  ++outstanding_[i];
+  return inner * kMaxTransports + i;
 }
 
 // Polls every transport with work; when several have work, none may sleep
 // long on its own wait, so each gets a slice.
 void Router::poll(std::vector<transport::RequestId>& done, int timeout_ms) {
-  std::vector<size_t> active;
+  size_t active = 0, last = 0;
   for (size_t i = 0; i < transports_.size(); ++i)
-    if (!ids_[i].empty()) active.push_back(i);
-  if (active.empty()) return;
-  const int slice = active.size() == 1 ? timeout_ms : std::min(timeout_ms, 1);
-  for (size_t k = 0; k < active.size(); ++k) {
-    size_t i = active[k];
+    if (outstanding_[i] > 0) ++active, last = i;
+  if (active == 0) return;
+  const int slice = active == 1 ? timeout_ms : std::min(timeout_ms, 1);
+  for (size_t i = 0; i <= last; ++i) {
+    if (outstanding_[i] == 0) continue;
     inner_done_.clear();
     // Only the last transport waits: earlier ones just make progress.
-    transports_[i]->poll(inner_done_, k + 1 == active.size() ? slice : 0);
-    for (transport::RequestId inner : inner_done_) {
-      done.push_back(ids_[i].at(inner));
-      ids_[i].erase(inner);
-    }
+    transports_[i]->poll(inner_done_, i == last ? slice : 0);
+    for (transport::RequestId inner : inner_done_) done.push_back(inner * kMaxTransports + i);
+    outstanding_[i] -= inner_done_.size();
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,13 @@ class Router final : public transport::Transport {
   int rank_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   transport::Capabilities caps_;
-  std::map<int, size_t> route_;                                            // peer -> index into transports_
-  std::vector<std::map<transport::RequestId, transport::RequestId>> ids_;  // inner -> outer, per transport
+  std::set<int> connected_;      // peers whose pair is up
+  std::map<int, size_t> route_;  // peer -> index into transports_
+  // A request's id here is its transport's id times kMaxTransports plus the
+  // transport's index, so no table maps one to the other.
+  static constexpr transport::RequestId kMaxTransports = 8;
+  std::vector<size_t> outstanding_;  // requests in flight, per transport
   std::vector<transport::RequestId> inner_done_;
-  transport::RequestId next_ = 1;
 };
 
 // The transports COLL_TRANSPORTS names, in its order ("shm,tcp" by default).
