@@ -27,8 +27,8 @@ struct Link {
 
 inline std::unique_ptr<transport::Transport> make_transport(const std::string& kind, int rank, int nranks,
                                                             const bootstrap::UniqueId& id) {
-  if (kind == "shm_slots") setenv("COLL_SHM_SINGLE_COPY", "0", 1);
-  if (kind == "shm" || kind == "shm_slots")
+  if (kind == "shm_cma") setenv("COLL_SHM_SINGLE_COPY", "1", 1);
+  if (kind == "shm" || kind == "shm_cma")
     return transport::make_shm_transport(rank, nranks, segment_tag(id.secret, "test"), host_id());
   return transport::make_tcp_transport(rank, nranks, id.secret);
 }

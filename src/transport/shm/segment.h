@@ -13,23 +13,36 @@
 namespace coll::transport::shm {
 
 struct alignas(64) RingHeader {
-  alignas(64) std::atomic<uint64_t> head;       // slots published (producer)
+  alignas(64) std::atomic<uint64_t> head;       // slots published (producer; consumers poll SlotHeader::seq)
   alignas(64) std::atomic<uint64_t> tail;       // slots released (consumer)
   alignas(64) std::atomic<uint64_t> cma_acked;  // single-copy messages read (consumer)
   std::atomic<uint32_t> cma_ok;                 // the consumer can read the producer's memory
 };
 
-enum class SlotKind : uint32_t { kData = 0, kCma = 1 };
+// kInline: a whole message of at most kInlineBytes, inside the header's own
+// cache line, so the consumer's one miss on that line brings everything.
+enum class SlotKind : uint32_t { kData = 0, kCma = 1, kInline = 2 };
+inline constexpr size_t kInlineBytes = 32;
 
 struct alignas(64) SlotHeader {
+  // Published last: the slot holds message `index` of the ring once
+  // seq == index + 1. The consumer polls this word, not the ring's head, so
+  // a small message costs it one cache line instead of three.
+  std::atomic<uint64_t> seq;
   uint64_t tag;
   uint64_t total;   // bytes of the whole message
-  uint64_t offset;  // of this slot's payload in the message
   uint32_t length;  // payload bytes in this slot
   SlotKind kind;
-  uint64_t cma_address;  // kCma: where the message is in the producer
-  int32_t cma_pid;
+  union {
+    struct {
+      uint64_t offset;       // of this slot's payload in the message
+      uint64_t cma_address;  // kCma: where the message is in the producer
+      int32_t cma_pid;
+    } part;
+    char inline_data[kInlineBytes];  // kInline
+  };
 };
+static_assert(sizeof(SlotHeader) == 64, "a slot header is one cache line");
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;

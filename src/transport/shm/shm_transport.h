@@ -61,6 +61,10 @@ class ShmTransport final : public Transport {
     Segment segment;           // its inbound segment (we write into it)
     std::deque<Op> sends, recvs, awaiting_ack;
     uint64_t single_copies_sent = 0;
+    // The consumer's tail as last read. Reading the real one costs a cache
+    // miss (the consumer writes it), so it is re-read only when the ring
+    // looks full.
+    uint64_t tail_seen = 0;
   };
 
   void setup(const std::vector<std::string>& addresses, const Deadline& deadline);
@@ -80,6 +84,7 @@ class ShmTransport final : public Transport {
   std::map<int, Peer> peers_;
   bool set_up_ = false;
   std::chrono::microseconds spin_{0};
+  bool yield_ = false;
   RequestId next_request_ = 1;
   std::atomic<bool> closed_{false};
   uint64_t probe_word_;
