@@ -22,7 +22,7 @@ usage() {
 usage: scripts/compare.sh [-n ranks] [-b min] [-e max] [-f factor] [-r rounds] [-i iters] [-w warmup]
                           [-d dtype] [-t shm|tcp] [-p "mpi gloo gloo:ALGO"] [-o outdir]
   defaults: -n $np -b $min -e $max -f $factor -r $rounds -d $dtype -t $transport -p "$peers" -o $out
-  -i, -w    timed and warm-up iterations; by default 200 and 20 below 1 MiB, 10 and 3 from 1 MiB
+  -i, -w    timed and warm-up iterations; by default 200 and 20 below 4 MiB, 10 and 3 from 4 MiB
             (a small size's time is a few microseconds: few iterations would measure one hiccup)
   -t tcp    coll with COLL_TRANSPORTS=tcp and Open MPI with --mca btl tcp,self (Gloo is always TCP)
   -p        peers: mpi, gloo (its default algorithm) or gloo:ring|ring_chunked|halving_doubling
@@ -47,16 +47,16 @@ fi
 mkdir -p "$out"
 
 bytes_of() { numfmt --from=iec "$1"; }
-# The sweep in up to two parts: below 1 MiB with many iterations, from 1 MiB
+# The sweep in up to two parts: below 4 MiB with many iterations, from 4 MiB
 # with few. Each part is "min max iters warmup".
 parts=()
-split=1048576
+split=4194304
 lo=$(bytes_of "$min") hi=$(bytes_of "$max")
 if [ -n "$iters" ] || [ "$hi" -lt "$split" ] || [ "$lo" -ge "$split" ]; then
   small=$([ "$lo" -lt "$split" ] && echo 1 || echo 0)
   parts=("$lo $hi ${iters:-$([ $small = 1 ] && echo 200 || echo 10)} ${warmup:-$([ $small = 1 ] && echo 20 || echo 3)}")
 else
-  # The first size at or above 1 MiB on the -b * -f^k ladder starts the second part.
+  # The first size at or above 4 MiB on the -b * -f^k ladder starts the second part.
   next=$lo
   while [ "$next" -lt "$split" ]; do next=$(awk -v b="$next" -v f="$factor" 'BEGIN { n = int(b * f); print (n <= b ? b + 1 : n) }'); done
   parts=("$lo $((next - 1)) 200 ${warmup:-20}")
