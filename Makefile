@@ -18,7 +18,7 @@ build: configure
 
 # The main job: a local 4-rank allreduce benchmark over 8 B .. 64 MiB.
 demo: build
-	$(BUILD_DIR)/tools/collrun -n 4 $(BUILD_DIR)/bench/coll_perf -b 8 -e 64M -f 4
+	$(BUILD_DIR)/tools/collrun -n 4 $(BUILD_DIR)/bench/coll_perf -b 8 -e 64M -f 4 -w 20
 
 # The whole test suite through ctest.
 test: build

@@ -90,7 +90,15 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   auto plan = std::make_shared<Plan>();
   plan->schedule = algorithm.build(shape);
   plan->peers = plan->schedule.peers();
-  if (plans_.size() >= kMaxPlans) plans_.clear();  // a program that never repeats a shape: start over
+  // Large plans are cheap to build next to the data they move; caching them
+  // all would hold memory for every size a program ever used.
+  const size_t steps = plan->schedule.steps.size();
+  if (steps > kMaxPlanSteps) return plan;
+  if (plans_.size() >= kMaxPlans || cached_steps_ + steps > kMaxCachedSteps) {  // start over
+    plans_.clear();
+    cached_steps_ = 0;
+  }
+  cached_steps_ += steps;
   plans_.emplace(std::move(key), plan);
   return plan;
 }

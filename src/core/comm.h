@@ -80,6 +80,8 @@ class Communicator {
     auto operator<=>(const PlanKey&) const = default;
   };
   static constexpr size_t kMaxPlans = 256;
+  static constexpr size_t kMaxPlanSteps = 16384;      // larger plans are built per call
+  static constexpr size_t kMaxCachedSteps = 1 << 17;  // about 10 MB of steps in all
 
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
   std::vector<Job> compile(const std::vector<OpRequest>& ops);
@@ -96,6 +98,7 @@ class Communicator {
   std::unique_ptr<Router> transport_;
   std::vector<std::string> addresses_;
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
+  size_t cached_steps_ = 0;
   Executor executor_;
   ChannelCounters counters_;
   uint64_t seq_ = 0;

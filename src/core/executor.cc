@@ -136,14 +136,20 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
       }
     }
   };
-  // The step a completed request belongs to. In flight are a few requests
-  // per peer, so a linear look beats a hash map that allocates per insert.
+  // The step a completed request belongs to. Requests are kept in posting
+  // order and mostly complete in it, so the search starts at the oldest one
+  // still in flight (a broadcast may post thousands of receives at once; a
+  // hash map would allocate per request). Finished entries become holes.
+  constexpr uint32_t kHole = UINT32_MAX;
+  size_t oldest = 0;
   auto take = [&](transport::RequestId id) {
-    auto it = std::find_if(in_flight_.begin(), in_flight_.end(), [id](const auto& e) { return e.first == id; });
-    if (it == in_flight_.end()) fail(Code::kInternal, "rank ", rank, ": unknown request ", id, " completed");
-    uint32_t i = it->second;
-    *it = in_flight_.back();
-    in_flight_.pop_back();
+    size_t k = oldest;
+    while (k < in_flight_.size() && (in_flight_[k].second == kHole || in_flight_[k].first != id)) ++k;
+    if (k == in_flight_.size()) fail(Code::kInternal, "rank ", rank, ": unknown request ", id, " completed");
+    uint32_t i = in_flight_[k].second;
+    in_flight_[k].second = kHole;
+    while (oldest < in_flight_.size() && in_flight_[oldest].second == kHole) ++oldest;
+    if (oldest == in_flight_.size()) in_flight_.clear(), oldest = 0;
     return i;
   };
 
@@ -163,7 +169,7 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
     }
     post_ready();
     if (completed == n) break;
-    if (in_flight_.empty() && local_.empty())  // nothing can ever move: a schedule bug, not a slow peer
+    if (oldest == in_flight_.size() && local_.empty())  // nothing can ever move: a schedule bug, not a slow peer
       fail(Code::kInternal, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].plan->schedule.algorithm,
            ") stalled with ", n - completed, " of ", n, " steps unfinished and nothing in flight");
 

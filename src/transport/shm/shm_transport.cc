@@ -202,7 +202,7 @@ bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
     if (op.bytes <= kInlineBytes) {
       slot.kind = SlotKind::kInline;
       slot.length = static_cast<uint32_t>(op.bytes);
-      std::memcpy(slot.inline_data, op.data, op.bytes);
+      if (op.bytes > 0) std::memcpy(slot.inline_data, op.data, op.bytes);  // a 0-byte buffer may be null
       op.done_bytes = op.bytes;
     } else if (single_copy) {
       slot.kind = SlotKind::kCma;
@@ -255,7 +255,7 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
       op.started = true;
     }
     if (slot.kind == SlotKind::kInline) {
-      std::memcpy(op.data, slot.inline_data, slot.length);
+      if (slot.length > 0) std::memcpy(op.data, slot.inline_data, slot.length);
       op.done_bytes = op.bytes;
     } else if (slot.kind == SlotKind::kCma) {
       int err = 0;
@@ -301,7 +301,8 @@ void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   if (progress(done) || timeout_ms == 0) return;
   // Spin (one core each) or yield (more ranks than cores: the core goes to a
   // peer that can run, without the futex round trip through the kernel).
-  auto spin_until = std::chrono::steady_clock::now() + spin_;
+  auto spin_until = std::chrono::steady_clock::now() +
+                    std::min<std::chrono::microseconds>(spin_, std::chrono::milliseconds(timeout_ms));
   while (std::chrono::steady_clock::now() < spin_until) {
     for (int i = 0; i < 16; ++i)
       if (progress(done)) return;
