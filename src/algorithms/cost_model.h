@@ -12,6 +12,7 @@ struct LinkModel {
   double alpha_us = 0;           // per message
   double beta_ns_per_byte = 0;   // inverse bandwidth
   double gamma_ns_per_byte = 0;  // reduction
+  double chunk_bytes = 0;        // pipelining unit when COLL_CHUNK_BYTES is unset
 };
 
 struct CostModel {

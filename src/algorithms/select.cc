@@ -197,9 +197,8 @@ const Algorithm& Selector::choose(const CollShape& shape) {
     }
     // The one-shot allreduce sends every vector to every rank: a choice for
     // ranks of one node only, never across the network.
-    if (shape.collective == Collective::kAllreduce && std::string(a.name) == "direct" && link_class_ != "shm")
-      continue;
-    double cost = a.cost(shape, model_.link(link_class_));
+    if (shape.collective == Collective::kAllreduce && std::string(a.name) == "direct" && link_class_ != "shm") continue;
+    double cost = a.cost(shape, link());
     if (best == nullptr || cost < best_cost) best = &a, best_cost = cost;
   }
   if (best == nullptr)
@@ -211,7 +210,7 @@ const Algorithm& Selector::choose(const CollShape& shape) {
   if (log::enabled(log::Level::kInfo, log::kColl) && logged_.insert({shape.collective, bucket}).second)
     log::info(log::kColl, collective_name(shape.collective), " of ~", bytes, " bytes on ", shape.nranks, " ranks (",
               link_class_, "): ", best->name, wanted.empty() ? " (cost model)" : " (COLL_ALGO)", ", predicted ",
-              best->cost(shape, model_.link(link_class_)) * 1e6, " us");
+              best->cost(shape, link()) * 1e6, " us");
   return *best;
 }
 

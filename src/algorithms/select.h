@@ -46,6 +46,8 @@ class Selector {
   const Algorithm& choose(const CollShape& shape);
 
   const CostModel& model() const { return model_; }
+  // The parameters of the link class set above ("tcp" until then).
+  const LinkModel& link() const { return model_.link(link_class_); }
 
  private:
   std::string setting_;

@@ -38,15 +38,8 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
                                                     : store_->get(str_cat(prefix_, "addr/", r), deadline,
                                                                   str_cat("rank ", r, " of ", nranks_, " to join"));
 
-  if (nranks_ > 1) {
-    const std::string link = transport_->slowest_for(addresses_);
-    selector_->set_link_class(link);
-    // Unset COLL_CHUNK_BYTES: a chunk that stays in L2 while it is reduced
-    // suits shared memory (64 MiB on 2 ranks: 5.0 -> 5.9 GB/s busbw at 128K
-    // against 512K); TCP pays per message and keeps 512K (128K: 1.6 -> 0.9).
-    if (chunk_bytes_ == 0) chunk_bytes_ = link == "shm" ? (size_t{128} << 10) : (size_t{512} << 10);
-  }
-  if (chunk_bytes_ == 0) chunk_bytes_ = size_t{512} << 10;
+  if (nranks_ > 1) selector_->set_link_class(transport_->slowest_for(addresses_));
+  if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
   if (nranks_ > 1) {
     std::vector<int> ring = {algo::ring_peer_before(rank_, nranks_), algo::ring_peer_after(rank_, nranks_)};
     transport_->connect(ring, addresses_, deadline);

@@ -92,7 +92,7 @@ class Communicator {
   std::string prefix_;
   bootstrap::UniqueId id_;
   int64_t timeout_ms_;
-  size_t chunk_bytes_ = 0;  // COLL_CHUNK_BYTES, or chosen by link class once the peers are known
+  size_t chunk_bytes_ = 0;  // COLL_CHUNK_BYTES, or the link class's once the peers are known
   std::unique_ptr<algo::Selector> selector_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;

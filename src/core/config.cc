@@ -23,8 +23,8 @@ const std::vector<Setting>& settings() {
       {"COLL_TUNING_FILE", "string", "", "",
        "alpha-beta-gamma parameters per transport class ('tcp.alpha_us = 25' lines) for the selector"},
       {"COLL_CHUNK_BYTES", "int", "", "bytes",
-       "pipelining chunk: transfers and reductions overlap at this granularity; unset: 128K when every peer "
-       "is on shared memory, 512K when some peer is over TCP"},
+       "pipelining chunk: transfers and reductions overlap at this granularity; unset: the link class's "
+       "(128K shm, 512K tcp; COLL_TUNING_FILE chunk_bytes)"},
       {"COLL_TRANSPORTS", "string", "shm,tcp", "",
        "transports in order of preference; each peer gets the first that reaches it (shm: same node)"},
       {"COLL_SHM_SINGLE_COPY", "bool", "0", "",

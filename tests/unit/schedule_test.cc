@@ -474,6 +474,11 @@ TEST(Select, TheCostModelPicksLatencyOrBandwidthAlgorithms) {
   EXPECT_THROW(CostModel::parse("tcp.alpha_us 3", "f"), Error);
   EXPECT_THROW(CostModel::parse("ib.alpha_us = 3", "f"), Error);
   EXPECT_DOUBLE_EQ(CostModel::parse("# comment\nshm.beta_ns_per_byte = 0.5 # half\n", "f").shm.beta_ns_per_byte, 0.5);
+  // Chunks per class: 128 KiB over shm, 512 KiB over tcp, a tuning file may set them within 64 B .. 1 GiB.
+  EXPECT_DOUBLE_EQ(CostModel::parse("", "f").shm.chunk_bytes, 128 << 10);
+  EXPECT_DOUBLE_EQ(CostModel::parse("", "f").tcp.chunk_bytes, 512 << 10);
+  EXPECT_DOUBLE_EQ(CostModel::parse("tcp.chunk_bytes = 65536", "f").tcp.chunk_bytes, 65536);
+  EXPECT_THROW(CostModel::parse("shm.chunk_bytes = 8", "f"), Error);
 }
 
 }  // namespace
