@@ -31,14 +31,13 @@ inline BufferId fold_in(ScheduleBuilder& b, const Fold& f, const CollShape& shap
   if (f.rank >= 2 * f.rem) return BufferId::kSend;
   const size_t es = shape.elem_size, chunk = shape.chunk_elems();
   const Span all{0, shape.count};
-  for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
-    Span piece = chunk_span(all, chunk, c);
+  for_each_chunk(all, chunk, [&](const Span& piece) {
     Region r{BufferId::kSend, piece.offset * es};
     if (f.active())
       b.recv_reduce(f.rank - 1, r, Region{BufferId::kRecv, piece.offset * es}, piece.count * es);
     else
       b.send(f.rank + 1, r, piece.count * es);
-  }
+  });
   return f.active() ? BufferId::kRecv : BufferId::kSend;
 }
 
@@ -47,14 +46,13 @@ inline void fold_out(ScheduleBuilder& b, const Fold& f, const CollShape& shape) 
   if (f.rank >= 2 * f.rem) return;
   const size_t es = shape.elem_size, chunk = shape.chunk_elems();
   const Span all{0, shape.count};
-  for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
-    Span piece = chunk_span(all, chunk, c);
+  for_each_chunk(all, chunk, [&](const Span& piece) {
     Region r{BufferId::kRecv, piece.offset * es};
     if (f.active())
       b.send(f.rank - 1, r, piece.count * es);
     else
       b.recv(f.rank + 1, r, piece.count * es);
-  }
+  });
 }
 
 }  // namespace coll::algo

@@ -26,7 +26,6 @@
 namespace coll::algo {
 namespace {
 
-
 // The elements of blocks [first, last) of `count` cut into p blocks.
 Span blocks(size_t count, int p, int first, int last) {
   if (first >= last) return Span{block_span(count, p, first < p ? first : p - 1).offset, 0};
@@ -50,14 +49,11 @@ Schedule halving_doubling_allreduce(const CollShape& shape) {
       const bool lower = (q & d) == 0;
       const Span keep = lower ? blocks(shape.count, p, lo, mid) : blocks(shape.count, p, mid, hi);
       const Span give = lower ? blocks(shape.count, p, mid, hi) : blocks(shape.count, p, lo, mid);
-      for (size_t c = 0; c < chunk_count(give.count, chunk); ++c) {
-        Span piece = chunk_span(give, chunk, c);
-        b.send(partner, at(current, piece, es), piece.count * es);
-      }
-      for (size_t c = 0; c < chunk_count(keep.count, chunk); ++c) {
-        Span piece = chunk_span(keep, chunk, c);
+      for_each_chunk(give, chunk,
+                     [&](const Span& piece) { b.send(partner, at(current, piece, es), piece.count * es); });
+      for_each_chunk(keep, chunk, [&](const Span& piece) {
         b.recv_reduce(partner, at(current, piece, es), at(BufferId::kRecv, piece, es), piece.count * es);
-      }
+      });
       current = BufferId::kRecv;
       if (lower)
         hi = mid;
@@ -73,14 +69,10 @@ Schedule halving_doubling_allreduce(const CollShape& shape) {
       const bool lower = (q & d) == 0;
       const Span mine = blocks(shape.count, p, lo, hi);
       const Span theirs = lower ? blocks(shape.count, p, hi, hi + d) : blocks(shape.count, p, lo - d, lo);
-      for (size_t c = 0; c < chunk_count(mine.count, chunk); ++c) {
-        Span piece = chunk_span(mine, chunk, c);
-        b.send(partner, at(BufferId::kRecv, piece, es), piece.count * es);
-      }
-      for (size_t c = 0; c < chunk_count(theirs.count, chunk); ++c) {
-        Span piece = chunk_span(theirs, chunk, c);
-        b.recv(partner, at(BufferId::kRecv, piece, es), piece.count * es);
-      }
+      for_each_chunk(mine, chunk,
+                     [&](const Span& piece) { b.send(partner, at(BufferId::kRecv, piece, es), piece.count * es); });
+      for_each_chunk(theirs, chunk,
+                     [&](const Span& piece) { b.recv(partner, at(BufferId::kRecv, piece, es), piece.count * es); });
       if (lower)
         hi += d;
       else

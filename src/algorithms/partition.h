@@ -35,6 +35,12 @@ inline Span chunk_span(const Span& span, size_t chunk, size_t c) {
   return Span{span.offset + begin, end - begin};
 }
 
+// fn(piece) for every chunk of a span, in order.
+template <typename Fn>
+void for_each_chunk(const Span& span, size_t chunk, Fn&& fn) {
+  for (size_t c = 0; c < chunk_count(span.count, chunk); ++c) fn(chunk_span(span, chunk, c));
+}
+
 }  // namespace coll::algo
 
 namespace coll::algo {

@@ -31,14 +31,12 @@ Schedule recursive_doubling_allreduce(const CollShape& shape) {
       // In place, the input is the output: it counts as the output here.
       const bool in_output = current == BufferId::kRecv || (current == BufferId::kSend && shape.in_place());
       const BufferId next = in_output ? BufferId::kScratch : BufferId::kRecv;
-      for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
-        Span piece = chunk_span(all, chunk, c);
+      for_each_chunk(all, chunk, [&](const Span& piece) {
         b.send(partner, Region{current, piece.offset * es}, piece.count * es);
-      }
-      for (size_t c = 0; c < chunk_count(all.count, chunk); ++c) {
-        Span piece = chunk_span(all, chunk, c);
+      });
+      for_each_chunk(all, chunk, [&](const Span& piece) {
         b.recv_reduce(partner, Region{current, piece.offset * es}, Region{next, piece.offset * es}, piece.count * es);
-      }
+      });
       current = next;
     }
     if (current == BufferId::kScratch) b.copy({BufferId::kScratch, 0}, {BufferId::kRecv, 0}, bytes);

@@ -27,7 +27,6 @@
 namespace coll::algo {
 namespace {
 
-
 // For every chunk index of the larger of two spans: fn(c).
 template <typename Fn>
 void for_chunks(const Span& a, const Span& b, size_t chunk, Fn&& fn) {
@@ -61,10 +60,7 @@ Schedule ring_allreduce(const CollShape& shape) {
   }
   if (shape.average) {  // the owner divides its fully reduced block once, before sharing it
     const Span own = block(r + 1);
-    for (size_t c = 0; c < chunk_count(own.count, chunk); ++c) {
-      Span piece = chunk_span(own, chunk, c);
-      b.divide(at(BufferId::kRecv, piece, es), piece.count * es);
-    }
+    for_each_chunk(own, chunk, [&](const Span& piece) { b.divide(at(BufferId::kRecv, piece, es), piece.count * es); });
   }
   for (int s = 0; s + 1 < n; ++s) {  // allgather
     const Span out = block(r + 1 - s), in = block(r - s);
@@ -139,11 +135,10 @@ Schedule ring_broadcast(const CollShape& shape) {
   if (shape.count == 0 || n == 1) return b.finish();
   const int position = wrap(r - shape.root, n);  // 0 at the root, n-1 at the end of the chain
   const Span all{0, shape.count};
-  for (size_t c = 0; c < chunk_count(shape.count, chunk); ++c) {
-    Span piece = chunk_span(all, chunk, c);
+  for_each_chunk(all, chunk, [&](const Span& piece) {
     if (position > 0) b.recv(ring_peer_before(r, n), at(BufferId::kRecv, piece, es), piece.count * es);
     if (position < n - 1) b.send(ring_peer_after(r, n), at(BufferId::kRecv, piece, es), piece.count * es);
-  }
+  });
   return b.finish();
 }
 

@@ -30,7 +30,6 @@ Span half(size_t count, int which) {
   return which == 0 ? Span{0, first} : Span{first, count - first};
 }
 
-
 int tree_root(int n, int which) {
   for (int v = 0; v < n; ++v)
     if (double_tree(n, v, which).parent < 0) return v;
@@ -52,11 +51,6 @@ void reduce_up(ScheduleBuilder& b, const TreeLinks& links, int (*to_rank)(int, i
 }
 
 int virtual_to_rank(int v, int root, int n) { return (v + root) % n; }
-
-template <typename Fn>
-void for_each_chunk(const Span& span, size_t chunk, Fn&& fn) {
-  for (size_t c = 0; c < chunk_count(span.count, chunk); ++c) fn(chunk_span(span, chunk, c));
-}
 
 }  // namespace
 
