@@ -96,10 +96,10 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
       return;
     }
     if (async) {
-      *request = new coll_request{comm, c.run_async({op})};
+      *request = new coll_request{comm, c.run_async({&op, 1})};
       return;
     }
-    c.run({op});
+    c.run({&op, 1});
   });
 }
 

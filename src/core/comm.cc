@@ -11,7 +11,7 @@
 namespace coll {
 
 Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix)
-    : rank_(rank), nranks_(nranks), prefix_(std::move(prefix)), id_(id) {
+    : rank_(rank), nranks_(nranks), prefix_(std::move(prefix)), id_(id), counters_(nranks) {
   if (prefix_.empty()) log::set_rank(rank);
   config::report_once();
   timeout_ms_ = config::get_int("COLL_TIMEOUT_MS");
@@ -80,9 +80,7 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   shape.send_offset = op.send_offset;
   const algo::Algorithm& algorithm =
       op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm) : selector_->choose(shape);
-  auto plan = std::make_shared<Plan>();
-  plan->schedule = algorithm.build(shape);
-  plan->peers = plan->schedule.peers();
+  auto plan = std::make_shared<const Plan>(algorithm.build(shape));
   // Large plans are cheap to build next to the data they move; caching them
   // all would hold memory for every size a program ever used.
   const size_t steps = plan->schedule.steps.size();
@@ -96,12 +94,10 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   return plan;
 }
 
-std::vector<Job> Communicator::compile(const std::vector<OpRequest>& ops) {
-  std::vector<Job> jobs;
-  jobs.reserve(ops.size());
+void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs) {
+  jobs.clear();
   for (const OpRequest& op : ops)
     jobs.push_back(Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective)});
-  return jobs;
 }
 
 void Communicator::execute(std::vector<Job>& jobs) {
@@ -122,10 +118,10 @@ void Communicator::execute(std::vector<Job>& jobs) {
   executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline);
 }
 
-void Communicator::run(const std::vector<OpRequest>& ops) {
+void Communicator::run(std::span<const OpRequest> ops) {
   if (!worker_) {
-    std::vector<Job> jobs = compile(ops);
-    execute(jobs);
+    compile(ops, jobs_);  // reused: a blocking call allocates nothing once warm
+    execute(jobs_);
     return;
   }
   auto done = run_async(ops);
@@ -133,8 +129,9 @@ void Communicator::run(const std::vector<OpRequest>& ops) {
   if (result != COLL_SUCCESS) throw Error(static_cast<Code>(result), done->message());
 }
 
-std::shared_ptr<Completion> Communicator::run_async(const std::vector<OpRequest>& ops) {
-  auto jobs = std::make_shared<std::vector<Job>>(compile(ops));  // argument errors surface here, at once
+std::shared_ptr<Completion> Communicator::run_async(std::span<const OpRequest> ops) {
+  auto jobs = std::make_shared<std::vector<Job>>();
+  compile(ops, *jobs);  // argument errors surface here, at once
   auto done = std::make_shared<Completion>();
   if (!worker_) worker_ = std::make_unique<Worker>();
   worker_->enqueue([this, jobs, done] {
@@ -154,7 +151,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   int32_t mine[2] = {color, key};
   std::vector<int32_t> all(2 * static_cast<size_t>(nranks_));
   OpRequest gather{algo::Collective::kAllgather, mine, all.data(), 2, COLL_INT32, COLL_SUM, 0, "ring"};
-  run({gather});
+  run({&gather, 1});
   const int split = splits_++;
   if (color < 0) return nullptr;
   std::vector<std::pair<int, int>> members;  // (key, parent rank)

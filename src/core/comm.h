@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,8 @@ class Communicator {
   int nranks() const { return nranks_; }
 
   // Compiles requests to jobs (choosing algorithms) and runs them as one batch.
-  void run(const std::vector<OpRequest>& ops);
-  std::shared_ptr<Completion> run_async(const std::vector<OpRequest>& ops);
+  void run(std::span<const OpRequest> ops);
+  std::shared_ptr<Completion> run_async(std::span<const OpRequest> ops);
 
   // Collective: the ranks that pass the same color form a new communicator,
   // ordered by key then by rank here; color < 0 gives null.
@@ -84,7 +85,7 @@ class Communicator {
   static constexpr size_t kMaxCachedSteps = 1 << 17;  // about 10 MB of steps in all
 
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
-  std::vector<Job> compile(const std::vector<OpRequest>& ops);
+  void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs);
   void execute(std::vector<Job>& jobs);
 
   int rank_;
@@ -100,6 +101,7 @@ class Communicator {
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;
+  std::vector<Job> jobs_;  // the blocking path's, reused
   ChannelCounters counters_;
   uint64_t seq_ = 0;
   int splits_ = 0;

@@ -19,120 +19,150 @@ namespace {
 // pipeline full, bounded so memory stays at a few chunks.
 constexpr size_t kMaxStaged = 8;
 
+// Looks at the transport (poll with timeout 0) before a wait that reads the
+// clock: a peer that is running answers within a few, and a clock read costs
+// as much as a small message's whole software path.
+constexpr int kLooksBeforeWait = 64;
+
 bool is_local(OpKind k) { return k == OpKind::kCopy || k == OpKind::kReduce || k == OpKind::kDivide; }
 
 }  // namespace
 
-// Numbers the batch's steps globally (job j's step i is base + i), counts
-// each step's unfinished dependencies, lists its dependents and files the
-// transfers into per-peer channels.
-void Executor::prepare(std::vector<Job>& jobs, int nranks) {
-  steps_.clear();
-  job_of_.clear();
-  base_.clear();
-  for (uint32_t j = 0; j < jobs.size(); ++j) {
-    base_.push_back(static_cast<uint32_t>(steps_.size()));
-    for (const Step& s : jobs[j].plan->schedule.steps) {
-      steps_.push_back(&s);
-      job_of_.push_back(j);
+void Graph::build(const std::vector<const algo::Schedule*>& schedules) {
+  steps.clear();
+  job_of.clear();
+  std::vector<uint32_t> base;
+  for (uint32_t j = 0; j < schedules.size(); ++j) {
+    base.push_back(static_cast<uint32_t>(steps.size()));
+    for (const Step& s : schedules[j]->steps) {
+      steps.push_back(&s);
+      job_of.push_back(j);
     }
   }
-  const size_t n = steps_.size();
-  waiting_.assign(n, 0);
-  dependents_start_.assign(n + 1, 0);
+  const size_t n = steps.size();
+  dependents_start.assign(n + 1, 0);
   for (uint32_t i = 0; i < n; ++i)
-    for (uint32_t d : steps_[i]->deps) ++dependents_start_[base_[job_of_[i]] + d + 1];
-  for (size_t i = 0; i < n; ++i) dependents_start_[i + 1] += dependents_start_[i];
-  dependents_.resize(dependents_start_[n]);
-  fill_.assign(dependents_start_.begin(), dependents_start_.end() - 1);
-  if (sends_.size() < static_cast<size_t>(nranks)) sends_.resize(static_cast<size_t>(nranks));
-  if (recvs_.size() < static_cast<size_t>(nranks)) recvs_.resize(static_cast<size_t>(nranks));
-  for (int p : send_peers_) sends_[static_cast<size_t>(p)].steps.clear(), sends_[static_cast<size_t>(p)].next = 0;
-  for (int p : recv_peers_) recvs_[static_cast<size_t>(p)].steps.clear(), recvs_[static_cast<size_t>(p)].next = 0;
-  send_peers_.clear();
-  recv_peers_.clear();
-  local_.clear();
-  max_staged_bytes_ = 0;
+    for (uint32_t d : steps[i]->deps) ++dependents_start[base[job_of[i]] + d + 1];
+  for (size_t i = 0; i < n; ++i) dependents_start[i + 1] += dependents_start[i];
+  dependents.resize(dependents_start[n]);
+  std::vector<uint32_t> fill(dependents_start.begin(), dependents_start.end() - 1);
+  deps.assign(n, 0);
+  sends.clear();
+  recvs.clear();
+  ready.clear();
+  max_staged_bytes = 0;
+  auto file = [](std::vector<Channel>& channels, int peer, uint32_t i) {
+    auto it = std::find_if(channels.begin(), channels.end(), [&](const Channel& c) { return c.peer == peer; });
+    if (it == channels.end()) it = channels.insert(channels.end(), Channel{peer, {}});
+    it->steps.push_back(i);
+  };
   for (uint32_t i = 0; i < n; ++i) {
-    const Step& s = *steps_[i];
-    waiting_[i] = static_cast<uint32_t>(s.deps.size());
-    for (uint32_t d : s.deps) dependents_[fill_[base_[job_of_[i]] + d]++] = i;
-    const auto peer = static_cast<size_t>(s.peer);
-    if (s.kind == OpKind::kSend) {
-      if (sends_[peer].steps.empty()) send_peers_.push_back(s.peer);
-      sends_[peer].steps.push_back(i);
-    }
-    if (s.kind == OpKind::kRecv || s.kind == OpKind::kRecvReduce) {
-      if (recvs_[peer].steps.empty()) recv_peers_.push_back(s.peer);
-      recvs_[peer].steps.push_back(i);
-    }
-    if (s.kind == OpKind::kRecvReduce) max_staged_bytes_ = std::max(max_staged_bytes_, s.bytes);
-    if (waiting_[i] == 0 && is_local(s.kind)) local_.push_back(i);
+    const Step& s = *steps[i];
+    deps[i] = static_cast<uint32_t>(s.deps.size());
+    for (uint32_t d : s.deps) dependents[fill[base[job_of[i]] + d]++] = i;
+    if (s.kind == OpKind::kSend) file(sends, s.peer, i);
+    if (s.kind == OpKind::kRecv || s.kind == OpKind::kRecvReduce) file(recvs, s.peer, i);
+    if (s.kind == OpKind::kRecvReduce) max_staged_bytes = std::max(max_staged_bytes, s.bytes);
+    if (deps[i] == 0 && is_local(s.kind)) ready.push_back(i);
   }
+}
+
+// dst = src (op) piece, for the piece of a received chunk at `offset`.
+void Executor::combine_piece(const transport::Sink& sink, size_t offset, const void* data, size_t bytes) {
+  const Combine& c = *static_cast<const Combine*>(sink.context);
+  reduce::reduce(c.dtype, c.op, c.dst + offset, c.src + offset, data, bytes / c.elem_size);
 }
 
 void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, ChannelCounters& counters,
                    transport::Transport& transport, const Deadline& deadline) {
-  prepare(jobs, nranks);
-  const size_t n = steps_.size();
+  const Graph* graph = &jobs[0].plan->graph;
+  if (jobs.size() > 1) {
+    schedules_.clear();
+    for (const Job& j : jobs) schedules_.push_back(&j.plan->schedule);
+    batch_.build(schedules_);
+    graph = &batch_;
+  }
+  const Graph& g = *graph;
+  const size_t n = g.steps.size();
   if (n == 0) return;
+  waiting_.assign(g.deps.begin(), g.deps.end());
+  local_.assign(g.ready.begin(), g.ready.end());
+  send_next_.assign(g.sends.size(), 0);
+  recv_next_.assign(g.recvs.size(), 0);
 
   if (scratch_.size() < jobs.size()) scratch_.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j)
     if (scratch_[j].size() < jobs[j].plan->schedule.scratch_bytes)
       scratch_[j].resize(jobs[j].plan->schedule.scratch_bytes);
-  if (staging_.size() < kMaxStaged) staging_.resize(kMaxStaged);
-  free_slots_.clear();
-  for (size_t i = 0; i < kMaxStaged; ++i) {
-    if (max_staged_bytes_ > 0 && staging_[i].size() < max_staged_bytes_) staging_[i].resize(max_staged_bytes_);
-    free_slots_.push_back(kMaxStaged - 1 - i);
+  if (g.max_staged_bytes > staged_bytes_) {
+    staging_.resize(kMaxStaged);
+    for (auto& buffer : staging_) buffer.resize(g.max_staged_bytes);
+    staged_bytes_ = g.max_staged_bytes;
+  }
+  if (free_slots_.size() != kMaxStaged) {  // a run that failed kept some
+    free_slots_.clear();
+    for (size_t i = 0; i < kMaxStaged; ++i) free_slots_.push_back(kMaxStaged - 1 - i);
   }
   slot_of_.assign(n, SIZE_MAX);
+  if (combine_.size() < n) combine_.resize(n);  // sinks point into it: sized before any is posted
   in_flight_.clear();
 
   auto address = [&](uint32_t i, const algo::Region& r) -> std::byte* {
-    const Job& job = jobs[job_of_[i]];
+    const Job& job = jobs[g.job_of[i]];
     void* b = r.buffer == BufferId::kSend   ? const_cast<void*>(job.send)
               : r.buffer == BufferId::kRecv ? job.recv
-                                            : static_cast<void*>(scratch_[job_of_[i]].data());
+                                            : static_cast<void*>(scratch_[g.job_of[i]].data());
     return static_cast<std::byte*>(b) + r.offset;
   };
-  const auto elems = [&](uint32_t i) { return steps_[i]->bytes / jobs[job_of_[i]].plan->schedule.elem_size; };
+  const auto elems = [&](uint32_t i) { return g.steps[i]->bytes / jobs[g.job_of[i]].plan->schedule.elem_size; };
 
   size_t completed = 0;
+  int idle_looks = 0;  // polls in a row that completed nothing
   auto finish = [&](uint32_t i) {
     ++completed;
-    for (uint32_t k = dependents_start_[i]; k < dependents_start_[i + 1]; ++k) {
-      uint32_t d = dependents_[k];
-      if (--waiting_[d] == 0 && is_local(steps_[d]->kind)) local_.push_back(d);
+    for (uint32_t k = g.dependents_start[i]; k < g.dependents_start[i + 1]; ++k) {
+      uint32_t d = g.dependents[k];
+      if (--waiting_[d] == 0 && is_local(g.steps[d]->kind)) local_.push_back(d);
     }
   };
 
   // Posts every channel head whose dependencies are done.
   auto post_ready = [&] {
-    for (int peer : send_peers_) {
-      Channel& ch = sends_[static_cast<size_t>(peer)];
-      while (ch.next < ch.steps.size() && waiting_[ch.steps[ch.next]] == 0) {
-        uint32_t i = ch.steps[ch.next++];
-        in_flight_.emplace_back(
-            transport.post_send(peer, address(i, steps_[i]->src), steps_[i]->bytes, counters.sent[peer]++), i);
+    for (size_t c = 0; c < g.sends.size(); ++c) {
+      const Graph::Channel& ch = g.sends[c];
+      while (send_next_[c] < ch.steps.size() && waiting_[ch.steps[send_next_[c]]] == 0) {
+        uint32_t i = ch.steps[send_next_[c]++];
+        in_flight_.emplace_back(transport.post_send(ch.peer, address(i, g.steps[i]->src), g.steps[i]->bytes,
+                                                    counters.sent[static_cast<size_t>(ch.peer)]++),
+                                i);
       }
     }
-    for (int peer : recv_peers_) {
-      Channel& ch = recvs_[static_cast<size_t>(peer)];
-      while (ch.next < ch.steps.size() && waiting_[ch.steps[ch.next]] == 0) {
-        uint32_t i = ch.steps[ch.next];
+    for (size_t c = 0; c < g.recvs.size(); ++c) {
+      const Graph::Channel& ch = g.recvs[c];
+      while (recv_next_[c] < ch.steps.size() && waiting_[ch.steps[recv_next_[c]]] == 0) {
+        uint32_t i = ch.steps[recv_next_[c]];
+        const Step& s = *g.steps[i];
+        const uint64_t tag = counters.received[static_cast<size_t>(ch.peer)];
+        if (s.kind == OpKind::kRecvReduce && transport.delivers_pieces_from(ch.peer)) {
+          const Job& job = jobs[g.job_of[i]];
+          combine_[i] = Combine{job.dtype, job.op, job.plan->schedule.elem_size, address(i, s.dst), address(i, s.src)};
+          ++recv_next_[c];
+          ++counters.received[static_cast<size_t>(ch.peer)];
+          in_flight_.emplace_back(transport.post_recv_sink(ch.peer, s.bytes, tag, {&combine_piece, &combine_[i]}), i);
+          continue;
+        }
         void* into;
-        if (steps_[i]->kind == OpKind::kRecvReduce) {
+        if (s.kind == OpKind::kRecvReduce) {
           if (free_slots_.empty()) break;
           slot_of_[i] = free_slots_.back();
           free_slots_.pop_back();
           into = staging_[slot_of_[i]].data();
         } else {
-          into = address(i, steps_[i]->dst);
+          into = address(i, g.steps[i]->dst);
         }
-        ++ch.next;
-        in_flight_.emplace_back(transport.post_recv(peer, into, steps_[i]->bytes, counters.received[peer]++), i);
+        ++recv_next_[c];
+        ++counters.received[static_cast<size_t>(ch.peer)];
+        in_flight_.emplace_back(transport.post_recv(ch.peer, into, s.bytes, tag), i);
       }
     }
   };
@@ -157,8 +187,8 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
     while (!local_.empty()) {
       uint32_t i = local_.back();
       local_.pop_back();
-      const Step& s = *steps_[i];
-      const Job& job = jobs[job_of_[i]];
+      const Step& s = *g.steps[i];
+      const Job& job = jobs[g.job_of[i]];
       if (s.kind == OpKind::kCopy)
         std::memmove(address(i, s.dst), address(i, s.src), s.bytes);
       else if (s.kind == OpKind::kReduce)
@@ -174,22 +204,24 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
            ") stalled with ", n - completed, " of ", n, " steps unfinished and nothing in flight");
 
     done_.clear();
-    transport.poll(done_, local_.empty() ? deadline.remaining_ms(100) : 0);
+    const bool wait = local_.empty() && idle_looks >= kLooksBeforeWait;
+    transport.poll(done_, wait ? deadline.remaining_ms(100) : 0);
+    idle_looks = done_.empty() ? idle_looks + 1 : 0;
     for (transport::RequestId id : done_) {
       uint32_t i = take(id);
-      const Step& s = *steps_[i];
-      if (s.kind == OpKind::kRecvReduce) {
-        const Job& job = jobs[job_of_[i]];
+      const Step& s = *g.steps[i];
+      if (s.kind == OpKind::kRecvReduce && slot_of_[i] != SIZE_MAX) {  // staged, not reduced by a sink
+        const Job& job = jobs[g.job_of[i]];
         reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src), staging_[slot_of_[i]].data(), elems(i));
         free_slots_.push_back(slot_of_[i]);
       }
       finish(i);
     }
-    if (done_.empty() && deadline.expired()) {
+    if (done_.empty() && wait && deadline.expired()) {
       std::string pending;
-      for (const auto* peers : {&send_peers_, &recv_peers_})
-        for (int peer : *peers) {
-          std::string p = transport.pending_with(peer);
+      for (const auto* channels : {&g.sends, &g.recvs})
+        for (const Graph::Channel& ch : *channels) {
+          std::string p = transport.pending_with(ch.peer);
           if (!p.empty() && pending.find(p) == std::string::npos) pending += (pending.empty() ? "" : "; ") + p;
         }
       fail(Code::kTimeout, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].plan->schedule.algorithm,

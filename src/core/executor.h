@@ -16,7 +16,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,11 +23,39 @@
 
 namespace coll {
 
-// A built schedule and the peers it talks to, shared by every call with the
-// same shape (Communicator caches them).
+// Steps as the executor walks them: numbered across a batch (job j's step i
+// is base + i), with their dependency counts, who depends on whom
+// (compressed rows), and the transfers filed per peer and direction in
+// program order. It depends only on the schedules, so a plan carries the
+// graph of its own schedule and a single collective builds nothing per call.
+struct Graph {
+  struct Channel {
+    int peer;
+    std::vector<uint32_t> steps;
+  };
+  std::vector<const algo::Step*> steps;  // point into the schedules
+  std::vector<uint32_t> job_of;
+  std::vector<uint32_t> deps;  // unfinished dependencies at the start
+  std::vector<uint32_t> dependents_start, dependents;
+  std::vector<Channel> sends, recvs;
+  std::vector<uint32_t> ready;  // local steps with no dependencies
+  size_t max_staged_bytes = 0;  // largest received chunk that is reduced
+
+  void build(const std::vector<const algo::Schedule*>& schedules);
+};
+
+// A built schedule, the peers it talks to and its graph, shared by every call
+// with the same shape (Communicator caches them). Not copyable: the graph
+// points into the schedule.
 struct Plan {
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  explicit Plan(algo::Schedule s) : schedule(std::move(s)), peers(schedule.peers()) { graph.build({&schedule}); }
+
   algo::Schedule schedule;
   std::vector<int> peers;
+  Graph graph;
 };
 
 struct Job {
@@ -40,11 +67,12 @@ struct Job {
   const char* what = "";  // "allreduce", for messages
 };
 
-// Message counters per peer and direction. Both ends of a pair count the
-// messages between them identically, so the count is the tag that catches a
-// message from a different operation.
+// Message counters per peer rank and direction. Both ends of a pair count
+// the messages between them identically, so the count is the tag that
+// catches a message from a different operation.
 struct ChannelCounters {
-  std::map<int, uint64_t> sent, received;
+  explicit ChannelCounters(int nranks) : sent(static_cast<size_t>(nranks)), received(static_cast<size_t>(nranks)) {}
+  std::vector<uint64_t> sent, received;
 };
 
 class Executor {
@@ -54,33 +82,36 @@ class Executor {
            transport::Transport& transport, const Deadline& deadline);
 
  private:
-  // A channel: the steps that use one peer in one direction, in program order.
-  struct Channel {
-    std::vector<uint32_t> steps;
-    size_t next = 0;  // first not yet posted
-  };
-
-  void prepare(std::vector<Job>& jobs, int nranks);
+  // The batch's graph when it holds several jobs (one job uses its plan's).
+  Graph batch_;
+  std::vector<const algo::Schedule*> schedules_;
 
   // Per-call state, kept between calls so that a small collective allocates
-  // nothing: the batch's steps in global order, their unfinished dependency
-  // counts, who depends on whom (compressed rows), the channels per peer.
-  std::vector<const algo::Step*> steps_;
-  std::vector<uint32_t> job_of_, base_, fill_;
+  // nothing: unfinished dependency counts, each channel's first step not yet
+  // posted, local steps ready to run, requests in flight.
   std::vector<uint32_t> waiting_;
-  std::vector<uint32_t> dependents_start_, dependents_;
-  std::vector<Channel> sends_, recvs_;  // indexed by peer rank
-  std::vector<int> send_peers_, recv_peers_;
+  std::vector<size_t> send_next_, recv_next_;
   std::vector<uint32_t> local_;  // copy / reduce / divide steps ready to run
   std::vector<std::pair<transport::RequestId, uint32_t>> in_flight_;
   std::vector<size_t> free_slots_, slot_of_;
+  // A received chunk reduced piece by piece straight from the transport's
+  // buffers (transports that deliver pieces): what the sink needs.
+  struct Combine {
+    coll_datatype_t dtype;
+    coll_redop_t op;
+    size_t elem_size;
+    std::byte* dst;
+    const std::byte* src;
+  };
+  static void combine_piece(const transport::Sink& sink, size_t offset, const void* data, size_t bytes);
+  std::vector<Combine> combine_;  // by step
   std::vector<transport::RequestId> done_;
-  size_t max_staged_bytes_ = 0;
 
   // Staging for received chunks before they are reduced, and scratch for
   // schedules that ask for it. Kept between calls so that large collectives
   // do not page-fault fresh memory each time.
   std::vector<std::vector<std::byte>> staging_;
+  size_t staged_bytes_ = 0;  // each staging buffer's size
   std::vector<std::vector<std::byte>> scratch_;
 };
 

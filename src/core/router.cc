@@ -85,34 +85,52 @@ size_t Router::choose(int peer, const std::string& address) const {
 void Router::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
                      const Deadline& deadline) {
   // Every collective calls this; after the first time its peers are known.
-  if (std::all_of(peers.begin(), peers.end(), [&](int p) { return connected_.count(p) != 0; })) return;
+  auto up = [&](int p) { return static_cast<size_t>(p) < connected_.size() && connected_[static_cast<size_t>(p)]; };
+  if (std::all_of(peers.begin(), peers.end(), up)) return;
+  route_.resize(addresses.size(), kNoRoute);
+  connected_.resize(addresses.size(), false);
   std::vector<std::vector<int>> per(transports_.size());
   for (int peer : peers) {
-    if (!route_.count(peer)) {
-      size_t i = choose(peer, addresses.at(static_cast<size_t>(peer)));
-      route_[peer] = i;
-      log::info(log::kNet, "rank ", rank_, " -> rank ", peer, ": ", transports_[i]->capabilities().name);
+    uint8_t& route = route_.at(static_cast<size_t>(peer));
+    if (route == kNoRoute) {
+      route = static_cast<uint8_t>(choose(peer, addresses.at(static_cast<size_t>(peer))));
+      log::info(log::kNet, "rank ", rank_, " -> rank ", peer, ": ", transports_[route]->capabilities().name);
     }
-    per[route_[peer]].push_back(peer);
+    per[route].push_back(peer);
   }
   for (size_t i = 0; i < transports_.size(); ++i) {
     std::vector<std::string> mine;
     for (const auto& a : addresses) mine.push_back(part_for(a, transports_[i]->capabilities().name));
     transports_[i]->connect(per[i], mine, deadline);
   }
-  connected_.insert(peers.begin(), peers.end());
+  for (int peer : peers) connected_[static_cast<size_t>(peer)] = true;
+}
+
+size_t Router::route(int peer) const {
+  if (static_cast<size_t>(peer) >= route_.size() || route_[static_cast<size_t>(peer)] == kNoRoute)
+    fail(Code::kInternal, "rank ", rank_, ": no connection to rank ", peer);
+  return route_[static_cast<size_t>(peer)];
 }
 
 transport::RequestId Router::post_send(int peer, const void* data, size_t bytes, uint64_t tag) {
-  size_t i = route_.at(peer);
+  size_t i = route(peer);
   transport::RequestId inner = transports_[i]->post_send(peer, data, bytes, tag);
   ++outstanding_[i];
   return inner * kMaxTransports + i;
 }
 
 transport::RequestId Router::post_recv(int peer, void* data, size_t bytes, uint64_t tag) {
-  size_t i = route_.at(peer);
+  size_t i = route(peer);
   transport::RequestId inner = transports_[i]->post_recv(peer, data, bytes, tag);
+  ++outstanding_[i];
+  return inner * kMaxTransports + i;
+}
+
+bool Router::delivers_pieces_from(int peer) const { return transports_[route(peer)]->delivers_pieces_from(peer); }
+
+transport::RequestId Router::post_recv_sink(int peer, size_t bytes, uint64_t tag, const transport::Sink& sink) {
+  size_t i = route(peer);
+  transport::RequestId inner = transports_[i]->post_recv_sink(peer, bytes, tag, sink);
   ++outstanding_[i];
   return inner * kMaxTransports + i;
 }
@@ -136,8 +154,9 @@ void Router::poll(std::vector<transport::RequestId>& done, int timeout_ms) {
 }
 
 std::string Router::pending_with(int peer) const {
-  auto it = route_.find(peer);
-  return it == route_.end() ? str_cat("no connection to rank ", peer) : transports_[it->second]->pending_with(peer);
+  if (static_cast<size_t>(peer) >= route_.size() || route_[static_cast<size_t>(peer)] == kNoRoute)
+    return str_cat("no connection to rank ", peer);
+  return transports_[route_[static_cast<size_t>(peer)]]->pending_with(peer);
 }
 
 void Router::close() {

@@ -6,9 +6,7 @@
 
 #include "transport/transport.h"
 
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +23,8 @@ class Router final : public transport::Transport {
                const Deadline& deadline) override;
   transport::RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
   transport::RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
+  bool delivers_pieces_from(int peer) const override;
+  transport::RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const transport::Sink& sink) override;
   void poll(std::vector<transport::RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
   void close() override;
@@ -36,12 +36,16 @@ class Router final : public transport::Transport {
 
  private:
   size_t choose(int peer, const std::string& address) const;
+  size_t route(int peer) const;
 
   int rank_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   transport::Capabilities caps_;
-  std::set<int> connected_;      // peers whose pair is up
-  std::map<int, size_t> route_;  // peer -> index into transports_
+  // Per peer rank: the index into transports_ of its route (kNoRoute before
+  // the first connect) and whether its pair is up.
+  static constexpr uint8_t kNoRoute = 0xff;
+  std::vector<uint8_t> route_;
+  std::vector<bool> connected_;
   // A request's id here is its transport's id times kMaxTransports plus the
   // transport's index, so no table maps one to the other.
   static constexpr transport::RequestId kMaxTransports = 8;

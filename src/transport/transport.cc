@@ -11,4 +11,9 @@ std::string check_match(uint64_t tag, uint64_t bytes, uint64_t want_tag, uint64_
                  ") were expected: the ranks called different collectives, counts or datatypes");
 }
 
+RequestId Transport::post_recv_sink(int peer, size_t, uint64_t, const Sink&) {
+  fail(Code::kInternal, capabilities().name, ": post_recv_sink from rank ", peer,
+       ", but this transport does not deliver pieces");
+}
+
 }  // namespace coll::transport

@@ -9,7 +9,8 @@
 // - A posted region must stay valid until its request completes.
 // - Any size, 0 and more than 4 GiB included.
 // - Errors are coll::Error: kRemote names the peer rank and address,
-//   kSystem the syscall and errno.
+//   kSystem the syscall and errno. Posts may throw too: a transport may
+//   start a message (or take one that is waiting) as it is posted.
 // - Not thread-safe: one communicator drives it from one thread at a time.
 #pragma once
 
@@ -30,11 +31,23 @@ struct Capabilities {
   bool same_host_only = false;   // e.g. shared memory
   bool gpu_memory = false;       // can move device buffers
   bool one_sided_write = false;  // RDMA-style writes into registered memory
+  bool delivers_pieces = false;  // post_recv_sink: hands pieces over from its own buffers
   double latency_us = 0;         // one small message, one way (model default)
   double bandwidth_gbps = 0;     // streaming, one direction (model default)
 };
 
 using RequestId = uint64_t;
+
+// Where a message goes when the receiver wants its pieces rather than a
+// copy (post_recv_sink): the transport calls take(*this, offset, data, bytes)
+// for each piece as it arrives, in order, straight from its own memory, which
+// is valid only during the call. The receiver can reduce a piece into place
+// without first copying it out. Every piece but the last is a multiple of
+// 64 bytes long, so no element of a datatype is ever split.
+struct Sink {
+  void (*take)(const Sink& self, size_t offset, const void* data, size_t bytes) = nullptr;
+  void* context = nullptr;  // the receiver's
+};
 
 class Transport {
  public:
@@ -53,6 +66,13 @@ class Transport {
 
   virtual RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) = 0;
   virtual RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) = 0;
+
+  // Whether post_recv_sink works for messages from `peer`
+  // (capabilities().delivers_pieces, unless the transport routes elsewhere).
+  virtual bool delivers_pieces_from(int /*peer*/) const { return capabilities().delivers_pieces; }
+  // A receive whose pieces go to `sink` (see Sink); only where
+  // delivers_pieces_from(peer). The same matching rules as post_recv.
+  virtual RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const Sink& sink);
 
   // Makes progress; appends completed requests to `done`. Waits at most
   // timeout_ms for something to happen when nothing can move at once.

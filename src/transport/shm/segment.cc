@@ -57,6 +57,8 @@ void Segment::unlink() {
 }
 
 Segment Segment::create(const std::string& name, uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes) {
+  if (nslots == 0 || (nslots & (nslots - 1)) != 0)
+    fail(Code::kInternal, "shm: ", nslots, " slots per ring is not a power of two");
   const size_t bytes = bytes_for(nlocal, nslots, slot_bytes);
   struct statvfs fs {};
   if (statvfs("/dev/shm", &fs) == 0) {
@@ -123,11 +125,11 @@ RingHeader& Segment::ring(uint32_t i) const {
   return reinterpret_cast<RingHeader*>(static_cast<char*>(base_) + rings_offset())[i];
 }
 
-SlotHeader& Segment::slot(uint32_t ring, uint64_t index) const {
+Segment::Slots Segment::slots(uint32_t ring) const {
   const SegmentHeader& h = header();
-  size_t k = static_cast<size_t>(ring) * h.nslots + index % h.nslots;
-  return *reinterpret_cast<SlotHeader*>(static_cast<char*>(base_) + slots_offset(h.nlocal) +
-                                        k * slot_stride(h.slot_bytes));
+  const size_t stride = slot_stride(h.slot_bytes);
+  char* first = static_cast<char*>(base_) + slots_offset(h.nlocal) + static_cast<size_t>(ring) * h.nslots * stride;
+  return Slots(first, stride, h.nslots - 1);
 }
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, int timeout_ms) {

@@ -77,7 +77,23 @@ class Segment {
 
   SegmentHeader& header() const { return *static_cast<SegmentHeader*>(base_); }
   RingHeader& ring(uint32_t i) const;
-  SlotHeader& slot(uint32_t ring, uint64_t index) const;  // index modulo nslots
+  // The slots of ring `ring`. Indexing is the hot path's address arithmetic:
+  // slot `index` modulo nslots (a power of two), without a division and
+  // without a look at the header.
+  class Slots {
+   public:
+    Slots() = default;
+    Slots(char* base, size_t stride, uint64_t mask) : base_(base), stride_(stride), mask_(mask) {}
+    SlotHeader& operator[](uint64_t index) const {
+      return *reinterpret_cast<SlotHeader*>(base_ + (index & mask_) * stride_);
+    }
+
+   private:
+    char* base_ = nullptr;
+    size_t stride_ = 0;
+    uint64_t mask_ = 0;
+  };
+  Slots slots(uint32_t ring) const;
   char* payload(SlotHeader& slot) const { return reinterpret_cast<char*>(&slot + 1); }
   void unlink();
   const std::string& name() const { return name_; }

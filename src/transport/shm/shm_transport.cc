@@ -27,6 +27,7 @@ namespace {
 
 constexpr uint32_t kSlots = 8;
 constexpr uint32_t kSlotBytes = 32 << 10;
+static_assert(kSlotBytes % 64 == 0, "a sink's pieces are multiples of 64 bytes (transport.h)");
 // Spin this long before sleeping, when every local rank has a core of its
 // own: long enough to catch a peer that is running. With more local ranks
 // than cores a pure spin steals the core its peer needs, and sleeping at once
@@ -79,6 +80,7 @@ ShmTransport::ShmTransport(int rank, int nranks, const std::string& job_tag, con
     : rank_(rank), nranks_(nranks), host_id_(host_id), name_(str_cat("/coll-", job_tag, "-r", rank)) {
   caps_.name = "shm";
   caps_.same_host_only = true;
+  caps_.delivers_pieces = true;
   caps_.latency_us = 2;
   caps_.bandwidth_gbps = 5;
   probe_word_ = 0x5ca1ab1e00000000ull | static_cast<uint64_t>(getpid());
@@ -108,9 +110,12 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
   own_.header().probe_value = probe_word_;
   const bool single_copy_allowed = config::get_bool("COLL_SHM_SINGLE_COPY");
 
+  peer_index_.assign(static_cast<size_t>(nranks_), -1);
+  peers_.reserve(local.size());
   for (int r : local) {
     if (r == rank_) continue;
-    Peer& p = peers_[r];
+    peer_index_[static_cast<size_t>(r)] = static_cast<int>(peers_.size());
+    Peer& p = peers_.emplace_back();
     p.rank = r;
     p.pid = parsed[static_cast<size_t>(r)].pid;
     p.index_here = index_of(r);
@@ -121,13 +126,17 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
              " ms (COLL_TIMEOUT_MS) waiting for rank ", r, "'s segment ", parsed[static_cast<size_t>(r)].segment);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    p.out_ring = &p.segment.ring(p.index_there);
+    p.out_slots = p.segment.slots(p.index_there);
+    p.in_ring = &own_.ring(p.index_here);
+    p.in_slots = own_.slots(p.index_here);
     p.segment.header().attached.fetch_add(1, std::memory_order_acq_rel);
     // Single copy: can we read this peer's memory? Its ring in our segment says so to it.
     uint64_t seen = 0;
     int err = EPERM;
     bool ok = single_copy_allowed && read_remote(p.pid, p.segment.header().probe_address, &seen, sizeof(seen), &err) &&
               seen == p.segment.header().probe_value;
-    own_.ring(p.index_here).cma_ok.store(ok ? 1 : 0, std::memory_order_release);
+    p.in_ring->cma_ok.store(ok ? 1 : 0, std::memory_order_release);
     if (ok)
       log::info(log::kNet, "shm: rank ", rank_, " reads rank ", r, " directly (process_vm_readv)");
     else
@@ -155,26 +164,52 @@ void ShmTransport::connect(const std::vector<int>& peers, const std::vector<std:
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": shm transport was closed (abort)");
   if (!set_up_) setup(addresses, deadline);
   for (int p : peers)
-    if (!peers_.count(p)) fail(Code::kInternal, "shm: rank ", p, " is not on this node (", host_id_, ")");
+    if (p < 0 || p >= nranks_ || peer_index_[static_cast<size_t>(p)] < 0)
+      fail(Code::kInternal, "shm: rank ", p, " is not on this node (", host_id_, ")");
 }
 
 ShmTransport::Peer& ShmTransport::peer(int rank, const char* doing) {
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": shm transport was closed (abort)");
-  auto it = peers_.find(rank);
-  if (it == peers_.end()) fail(Code::kInternal, "shm: rank ", rank_, " ", doing, " rank ", rank, ", not on this node");
-  return it->second;
+  if (rank < 0 || rank >= nranks_ || !set_up_ || peer_index_[static_cast<size_t>(rank)] < 0)
+    fail(Code::kInternal, "shm: rank ", rank_, " ", doing, " rank ", rank, ", not on this node");
+  return peers_[static_cast<size_t>(peer_index_[static_cast<size_t>(rank)])];
 }
 
+// An op that is first in its queue starts at once: a small message leaves
+// (or is taken) as it is posted, not at the next poll, which is the latency
+// the peer waits for. What completes here is reported by the next poll.
 RequestId ShmTransport::post_send(int rank, const void* data, size_t bytes, uint64_t tag) {
   RequestId id = next_request_++;
-  peer(rank, "sends to").sends.push_back(Op{id, const_cast<char*>(static_cast<const char*>(data)), bytes, tag});
+  Peer& p = peer(rank, "sends to");
+  p.sends.push_back(Op{id, const_cast<char*>(static_cast<const char*>(data)), bytes, tag});
+  if (p.sends.size() == 1) progress_sends(p, completed_early_);
   return id;
 }
 
 RequestId ShmTransport::post_recv(int rank, void* data, size_t bytes, uint64_t tag) {
-  RequestId id = next_request_++;
-  peer(rank, "receives from").recvs.push_back(Op{id, static_cast<char*>(data), bytes, tag});
-  return id;
+  Op op{next_request_++, static_cast<char*>(data), bytes, tag};
+  return post_recv_op(peer(rank, "receives from"), op);
+}
+
+RequestId ShmTransport::post_recv_sink(int rank, size_t bytes, uint64_t tag, const Sink& sink) {
+  if (sink.take == nullptr) fail(Code::kInternal, "shm: post_recv_sink from rank ", rank, " without a sink");
+  Op op{next_request_++, nullptr, bytes, tag};
+  op.sink = sink;
+  return post_recv_op(peer(rank, "receives from"), op);
+}
+
+RequestId ShmTransport::post_recv_op(Peer& p, const Op& op) {
+  p.recvs.push_back(op);
+  if (p.recvs.size() == 1) progress_recvs(p, completed_early_);
+  return op.id;
+}
+
+void ShmTransport::deliver(const Op& op, size_t offset, const void* data, size_t bytes) {
+  if (bytes == 0) return;  // a 0-byte buffer may be null
+  if (op.sink.take != nullptr)
+    op.sink.take(op.sink, offset, data, bytes);
+  else
+    std::memcpy(op.data + offset, data, bytes);
 }
 
 void ShmTransport::ring_bell(SegmentHeader& h) {
@@ -185,7 +220,7 @@ void ShmTransport::ring_bell(SegmentHeader& h) {
 // Producer side: fill free slots of our ring in the peer's segment.
 bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
   bool moved = false;
-  RingHeader& ring = p.segment.ring(p.index_there);
+  RingHeader& ring = *p.out_ring;
   const uint32_t nslots = p.segment.header().nslots, slot_bytes = p.segment.header().slot_bytes;
   uint64_t head = ring.head.load(std::memory_order_relaxed);
   auto room = [&] {
@@ -195,7 +230,7 @@ bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
   };
   while (!p.sends.empty() && room()) {
     Op& op = p.sends.front();
-    SlotHeader& slot = p.segment.slot(p.index_there, head);
+    SlotHeader& slot = p.out_slots[head];
     const bool single_copy = op.bytes >= kSingleCopyBytes && ring.cma_ok.load(std::memory_order_acquire) == 1;
     slot.tag = op.tag;
     slot.total = op.bytes;
@@ -243,10 +278,10 @@ bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
 // Consumer side: drain our ring for this peer into the posted receives.
 bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
   bool moved = false;
-  RingHeader& ring = own_.ring(p.index_here);
+  RingHeader& ring = *p.in_ring;
   uint64_t tail = ring.tail.load(std::memory_order_relaxed);
   while (!p.recvs.empty()) {
-    SlotHeader& slot = own_.slot(p.index_here, tail);
+    SlotHeader& slot = p.in_slots[tail];
     if (slot.seq.load(std::memory_order_acquire) != tail + 1) break;  // not yet published
     Op& op = p.recvs.front();
     if (!op.started) {
@@ -255,17 +290,20 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
       op.started = true;
     }
     if (slot.kind == SlotKind::kInline) {
-      if (slot.length > 0) std::memcpy(op.data, slot.inline_data, slot.length);
+      deliver(op, 0, slot.inline_data, slot.length);
       op.done_bytes = op.bytes;
     } else if (slot.kind == SlotKind::kCma) {
       int err = 0;
-      if (!read_remote(slot.part.cma_pid, slot.part.cma_address, op.data, op.bytes, &err))
+      char* into = op.data;
+      if (op.sink.take != nullptr) cma_staging_.resize(op.bytes), into = cma_staging_.data();
+      if (!read_remote(slot.part.cma_pid, slot.part.cma_address, into, op.bytes, &err))
         fail_errno(Code::kSystem, err, str_cat("shm: rank ", rank_, " reading ", op.bytes, " bytes from rank ", p.rank),
                    "process_vm_readv");
+      if (op.sink.take != nullptr) deliver(op, 0, into, op.bytes);
       op.done_bytes = op.bytes;
       ring.cma_acked.fetch_add(1, std::memory_order_acq_rel);
     } else {
-      std::memcpy(op.data + slot.part.offset, own_.payload(slot), slot.length);
+      deliver(op, slot.part.offset, own_.payload(slot), slot.length);
       op.done_bytes += slot.length;
     }
     ring.tail.store(++tail, std::memory_order_release);
@@ -280,8 +318,10 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
 }
 
 bool ShmTransport::progress(std::vector<RequestId>& done) {
-  bool moved = false;
-  for (auto& [rank, p] : peers_) {
+  bool moved = !completed_early_.empty();
+  done.insert(done.end(), completed_early_.begin(), completed_early_.end());
+  completed_early_.clear();
+  for (Peer& p : peers_) {
     if (p.segment.header().aborted.load(std::memory_order_relaxed) != 0) check_alive(p);
     if (!p.sends.empty() || !p.awaiting_ack.empty()) moved = progress_sends(p, done) || moved;
     if (!p.recvs.empty()) moved = progress_recvs(p, done) || moved;
@@ -316,14 +356,13 @@ void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   if (!progress(done)) futex_wait(h.doorbell, seen, std::min(timeout_ms, kMaxSleepMs));
   h.sleepers.fetch_sub(1, std::memory_order_acq_rel);
   if (progress(done)) return;
-  for (const auto& [rank, p] : peers_)
+  for (const Peer& p : peers_)
     if (!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty()) check_alive(p);
 }
 
 std::string ShmTransport::pending_with(int rank) const {
-  auto it = peers_.find(rank);
-  if (it == peers_.end()) return "";
-  const Peer& p = it->second;
+  if (rank < 0 || rank >= nranks_ || !set_up_ || peer_index_[static_cast<size_t>(rank)] < 0) return "";
+  const Peer& p = peers_[static_cast<size_t>(peer_index_[static_cast<size_t>(rank)])];
   std::string out;
   if (!p.sends.empty() || !p.awaiting_ack.empty())
     out += str_cat(p.sends.size() + p.awaiting_ack.size(), " send(s) to rank ", rank, " (shm)");
@@ -338,7 +377,7 @@ void ShmTransport::close() {
   closed_ = true;
   if (!own_.mapped()) return;
   own_.header().aborted.store(1, std::memory_order_release);
-  for (auto& [rank, p] : peers_) ring_bell(p.segment.header());
+  for (Peer& p : peers_) ring_bell(p.segment.header());
   own_.unlink();
 }
 

@@ -12,6 +12,10 @@
 // nothing is left in /dev/shm even after kill -9. Waiting spins briefly,
 // then sleeps on a futex in the owner's segment that every peer rings when
 // it has news: ranks never burn a core that another rank needs.
+//
+// A receive may take its message piece by piece straight from the slots
+// (post_recv_sink): the executor reduces from the slot into the output, one
+// copy fewer than receiving into a staging buffer first.
 #pragma once
 
 #include "transport/shm/segment.h"
@@ -19,12 +23,30 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
-#include <map>
 #include <string>
 #include <vector>
 
 namespace coll::transport::shm {
+
+// A first-in first-out queue that keeps its storage: the ops of one peer
+// pass through it at every call, and std::deque would allocate and free a
+// block every few of them.
+template <typename T>
+class Fifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  size_t size() const { return items_.size() - head_; }
+  T& front() { return items_[head_]; }
+  const T& front() const { return items_[head_]; }
+  void push_back(const T& item) { items_.push_back(item); }
+  void pop_front() {
+    if (++head_ == items_.size()) items_.clear(), head_ = 0;
+  }
+
+ private:
+  std::vector<T> items_;
+  size_t head_ = 0;
+};
 
 class ShmTransport final : public Transport {
  public:
@@ -36,6 +58,7 @@ class ShmTransport final : public Transport {
                const Deadline& deadline) override;
   RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
   RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
+  RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const Sink& sink) override;
   void poll(std::vector<RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
   void close() override;
@@ -52,14 +75,21 @@ class ShmTransport final : public Transport {
     size_t done_bytes = 0;    // copied so far
     bool started = false;     // first slot written / checked
     uint64_t ack_target = 0;  // single copy: complete when the peer's ack count reaches it
+    Sink sink{};              // a receive whose pieces go to a sink: take != null
   };
+  // Hands a received piece to the receive: its sink, or a copy into its buffer.
+  static void deliver(const Op& op, size_t offset, const void* data, size_t bytes);
   struct Peer {
     int rank = -1;
     int pid = 0;
-    uint32_t index_here = 0;   // its ring in our segment
-    uint32_t index_there = 0;  // our ring in its segment
-    Segment segment;           // its inbound segment (we write into it)
-    std::deque<Op> sends, recvs, awaiting_ack;
+    uint32_t index_here = 0;         // its ring in our segment
+    uint32_t index_there = 0;        // our ring in its segment
+    Segment segment;                 // its inbound segment (we write into it)
+    RingHeader* out_ring = nullptr;  // our ring in its segment, and its slots
+    Segment::Slots out_slots;
+    RingHeader* in_ring = nullptr;  // its ring in ours, and its slots
+    Segment::Slots in_slots;
+    Fifo<Op> sends, recvs, awaiting_ack;
     uint64_t single_copies_sent = 0;
     // The consumer's tail as last read. Reading the real one costs a cache
     // miss (the consumer writes it), so it is re-read only when the ring
@@ -68,6 +98,7 @@ class ShmTransport final : public Transport {
   };
 
   void setup(const std::vector<std::string>& addresses, const Deadline& deadline);
+  RequestId post_recv_op(Peer& p, const Op& op);
   bool progress(std::vector<RequestId>& done);
   bool progress_sends(Peer& p, std::vector<RequestId>& done);
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
@@ -81,13 +112,16 @@ class ShmTransport final : public Transport {
   std::string name_;
   Capabilities caps_;
   Segment own_;
-  std::map<int, Peer> peers_;
+  std::vector<Peer> peers_;      // the local peers
+  std::vector<int> peer_index_;  // by rank: index into peers_, or -1 (not on this node)
   bool set_up_ = false;
   std::chrono::microseconds spin_{0};
   bool yield_ = false;
   RequestId next_request_ = 1;
+  std::vector<RequestId> completed_early_;  // completed while being posted, reported by the next poll
   std::atomic<bool> closed_{false};
   uint64_t probe_word_;
+  std::vector<char> cma_staging_;  // a single-copy message bound for a sink is read here first
 };
 
 }  // namespace coll::transport::shm
