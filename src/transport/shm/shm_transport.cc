@@ -338,7 +338,11 @@ void ShmTransport::check_alive(const Peer& p) const {
 
 void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": shm transport was closed (abort)");
-  if (progress(done) || timeout_ms == 0) return;
+  if (progress(done)) return;
+  if (timeout_ms == 0) {  // a look: with more ranks than cores, the core goes to a peer that can run
+    if (yield_) sched_yield();
+    return;
+  }
   // Spin (one core each) or yield (more ranks than cores: the core goes to a
   // peer that can run, without the futex round trip through the kernel).
   auto spin_until = std::chrono::steady_clock::now() +
