@@ -1,6 +1,5 @@
 # Optional parts: each COLL_WITH_* is AUTO (use it when found), ON (required)
 # or OFF. The outcome of each is printed at configure time.
-set(COLL_WITH_HWLOC AUTO CACHE STRING "topology from hwloc (AUTO, ON, OFF)")
 set(COLL_WITH_MPI AUTO CACHE STRING "MPI bootstrap under mpirun/srun (AUTO, ON, OFF)")
 set(COLL_WITH_VERBS AUTO CACHE STRING "InfiniBand/RoCE verbs (AUTO, ON, OFF)")
 set(COLL_WITH_CUDA AUTO CACHE STRING "CUDA device buffers (AUTO, ON, OFF)")
@@ -22,11 +21,20 @@ function(coll_resolve name found what)
   message(STATUS "coll: ${name} = ${result} (${what})")
 endfunction()
 
+# Required: the node's topology comes from hwloc (the live machine, hwloc XML)
+# and libxml2 (NCCL topology files). scripts/install-deps.sh installs both.
 find_package(PkgConfig)
 if(PkgConfig_FOUND)
   pkg_check_modules(HWLOC IMPORTED_TARGET hwloc)
 endif()
-coll_resolve(COLL_WITH_HWLOC HWLOC_FOUND "hwloc, libhwloc-dev")
+if(NOT HWLOC_FOUND)
+  message(FATAL_ERROR "hwloc not found: install libhwloc-dev (scripts/install-deps.sh does)")
+endif()
+find_package(LibXml2)
+if(NOT LibXml2_FOUND)
+  message(FATAL_ERROR "libxml2 not found: install libxml2-dev (scripts/install-deps.sh does)")
+endif()
+message(STATUS "coll: hwloc ${HWLOC_VERSION}, libxml2 ${LIBXML2_VERSION_STRING} (topology)")
 
 if(NOT COLL_WITH_MPI STREQUAL "OFF")
   find_package(MPI COMPONENTS C QUIET)

@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev     # tests
   libbenchmark-dev              # microbenchmarks
   libssl-dev                    # HMAC-SHA256 for connection authentication
-  libhwloc-dev                  # topology (COLL_WITH_HWLOC)
+  libhwloc-dev libxml2-dev      # topology: hwloc, and NCCL topology files
   libopenmpi-dev openmpi-bin    # MPI bootstrap and mpirun tests (COLL_WITH_MPI); the mpi_perf peer
   libgloo-dev                   # the gloo_perf peer (COLL_WITH_GLOO)
   iproute2                      # interface discovery, emulated clusters

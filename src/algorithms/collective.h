@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace coll::algo {
 
@@ -38,6 +39,10 @@ struct CollShape {
   bool average = false;                // COLL_AVG: divide once at the end
   std::optional<int64_t> send_offset;  // in place: input address minus output address
   size_t chunk_bytes = 1 << 19;
+  // The ring's order of ranks (empty: 0, 1, ..., nranks-1). The
+  // communicator orders it by node, so that a ring crosses between nodes
+  // as few times as it can whatever order the launcher chose.
+  std::vector<int> ring_order;
 
   bool in_place() const { return send_offset.has_value(); }
   // Elements per pipelining chunk, at least one.

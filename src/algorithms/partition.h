@@ -4,13 +4,36 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 namespace coll::algo {
 
-inline int ring_peer_after(int rank, int nranks) { return (rank + 1) % nranks; }
-inline int ring_peer_before(int rank, int nranks) { return (rank + nranks - 1) % nranks; }
 // (a mod n) for a possibly negative a.
 inline int wrap(long a, int n) { return static_cast<int>(((a % n) + n) % n); }
+
+// A ring of n ranks in `order` (empty: 0, 1, ..., n-1): positions go round
+// the ring, each rank sends to the rank at the next position.
+class Ring {
+ public:
+  Ring(int rank, int nranks, const std::vector<int>& order) : n_(nranks), order_(order) {
+    position_ = rank;
+    for (int p = 0; p < static_cast<int>(order_.size()); ++p)
+      if (order_[static_cast<size_t>(p)] == rank) position_ = p;
+  }
+  int position() const { return position_; }
+  int at(long position) const {  // the rank at a position, wrapped
+    int p = wrap(position, n_);
+    return order_.empty() ? p : order_[static_cast<size_t>(p)];
+  }
+  int position_of(int rank) const { return Ring(rank, n_, order_).position(); }
+  int next() const { return at(position_ + 1); }
+  int prev() const { return at(position_ - 1); }
+
+ private:
+  int n_;
+  const std::vector<int>& order_;
+  int position_;
+};
 
 struct Span {
   size_t offset = 0;  // elements

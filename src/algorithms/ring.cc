@@ -2,7 +2,10 @@
 // algorithms for clusters of workstations", JPDC 69(2), 2009; the pipelined
 // chain broadcast is the ring with one sender.
 //
-// Terms: the n ranks form a ring r -> r+1. The data is cut into n blocks and
+// Terms: the n ranks form a ring, position p -> p+1 (shape.ring_order gives
+// the rank at each position; by default rank p). Below, r is this rank's
+// position and "block i" of a per-rank buffer is the block of the rank at
+// position i. The data is cut into n blocks and
 // each block into chunks of at most chunk_bytes, the unit of pipelining:
 // chunk c of step s+1 may leave as soon as chunk c of step s arrived.
 //
@@ -37,11 +40,13 @@ void for_chunks(const Span& a, const Span& b, size_t chunk, Fn&& fn) {
 }  // namespace
 
 Schedule ring_allreduce(const CollShape& shape) {
-  const int n = shape.nranks, r = shape.rank;
+  const Ring ring(shape.rank, shape.nranks, shape.ring_order);
+  const int n = shape.nranks, r = ring.position();
   const size_t es = shape.elem_size, chunk = shape.chunk_elems();
   ScheduleBuilder b("ring", es, shape.send_offset);
   if (nothing_to_move(b, shape)) return b.finish();
-  const int next = ring_peer_after(r, n), prev = ring_peer_before(r, n);
+  const int next = ring.next(), prev = ring.prev();
+  // Blocks of the vector go by position: every rank uses the same order.
   auto block = [&](long i) { return block_span(shape.count, n, wrap(i, n)); };
 
   for (int s = 0; s + 1 < n; ++s) {  // reduce-scatter
@@ -81,12 +86,14 @@ Schedule ring_allreduce(const CollShape& shape) {
 // Input: n blocks of `count`; output: block r, reduced. Partial sums travel
 // in scratch so that the input is never written (in place or not).
 Schedule ring_reduce_scatter(const CollShape& shape) {
-  const int n = shape.nranks, r = shape.rank;
+  const Ring ring(shape.rank, shape.nranks, shape.ring_order);
+  const int n = shape.nranks, r = ring.position();
   const size_t es = shape.elem_size, chunk = shape.chunk_elems(), count = shape.count;
   ScheduleBuilder b("ring", es, shape.send_offset, n > 1 ? static_cast<size_t>(n) * count * es : 0);
   if (nothing_to_move(b, shape)) return b.finish();
-  auto block = [&](long i) { return Span{static_cast<size_t>(wrap(i, n)) * count, count}; };
-  const int next = ring_peer_after(r, n), prev = ring_peer_before(r, n);
+  // Block i is the block of the rank at position i: the one it ends up owning.
+  auto block = [&](long i) { return Span{static_cast<size_t>(ring.at(i)) * count, count}; };
+  const int next = ring.next(), prev = ring.prev();
   for (int s = 0; s + 1 < n; ++s) {
     const Span out = block(r - s - 1), in = block(r - s - 2);
     const bool last = s + 2 == n;  // the block received now is ours: it goes to the output
@@ -104,15 +111,16 @@ Schedule ring_reduce_scatter(const CollShape& shape) {
 
 // Input: `count` elements; output: n blocks of `count`, block r ours.
 Schedule ring_allgather(const CollShape& shape) {
-  const int n = shape.nranks, r = shape.rank;
+  const Ring ring(shape.rank, shape.nranks, shape.ring_order);
+  const int n = shape.nranks, r = ring.position();
   const size_t es = shape.elem_size, chunk = shape.chunk_elems(), count = shape.count;
   ScheduleBuilder b("ring", es, shape.send_offset);
   if (count == 0) return b.finish();
-  auto block = [&](long i) { return Span{static_cast<size_t>(wrap(i, n)) * count, count}; };
+  auto block = [&](long i) { return Span{static_cast<size_t>(ring.at(i)) * count, count}; };
   const Span own = block(r);
   if (!shape.in_place()) b.copy({BufferId::kSend, 0}, at(BufferId::kRecv, own, es), count * es);
   if (n == 1) return b.finish();
-  const int next = ring_peer_after(r, n), prev = ring_peer_before(r, n);
+  const int next = ring.next(), prev = ring.prev();
   for (int s = 0; s + 1 < n; ++s) {
     const Span out = block(r - s), in = block(r - s - 1);
     for (size_t c = 0; c < chunk_count(count, chunk); ++c) {
@@ -129,15 +137,16 @@ Schedule ring_allgather(const CollShape& shape) {
 
 // The buffer is kRecv on every rank (the root's holds the data).
 Schedule ring_broadcast(const CollShape& shape) {
-  const int n = shape.nranks, r = shape.rank;
+  const Ring ring(shape.rank, shape.nranks, shape.ring_order);
+  const int n = shape.nranks;
   const size_t es = shape.elem_size, chunk = shape.chunk_elems();
   ScheduleBuilder b("ring", es, shape.send_offset);
   if (shape.count == 0 || n == 1) return b.finish();
-  const int position = wrap(r - shape.root, n);  // 0 at the root, n-1 at the end of the chain
+  const int position = wrap(ring.position() - ring.position_of(shape.root), n);  // 0 at the root, n-1 at the end
   const Span all{0, shape.count};
   for_each_chunk(all, chunk, [&](const Span& piece) {
-    if (position > 0) b.recv(ring_peer_before(r, n), at(BufferId::kRecv, piece, es), piece.count * es);
-    if (position < n - 1) b.send(ring_peer_after(r, n), at(BufferId::kRecv, piece, es), piece.count * es);
+    if (position > 0) b.recv(ring.prev(), at(BufferId::kRecv, piece, es), piece.count * es);
+    if (position < n - 1) b.send(ring.next(), at(BufferId::kRecv, piece, es), piece.count * es);
   });
   return b.finish();
 }

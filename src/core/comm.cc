@@ -40,13 +40,33 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
   if (nranks_ > 1) selector_->set_link_class(transport_->slowest_for(addresses_));
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
+  if (config::get_bool("COLL_TOPO_AWARE")) ring_order_ = ring_by_node(addresses_);
   if (nranks_ > 1) {
-    std::vector<int> ring = {algo::ring_peer_before(rank_, nranks_), algo::ring_peer_after(rank_, nranks_)};
-    transport_->connect(ring, addresses_, deadline);
+    algo::Ring ring(rank_, nranks_, ring_order_);
+    transport_->connect({ring.prev(), ring.next()}, addresses_, deadline);
   }
   log::info(log::kInit, "rank ", rank_, " of ", nranks_, prefix_.empty() ? "" : " (split ", prefix_,
             prefix_.empty() ? "" : ")", " joined (store ", id.store_address, ", transports ",
             transport_->local_address(), ")");
+}
+
+// A ring in this order crosses between nodes once per node whatever order
+// the launcher chose; an interleaved placement in launcher order would
+// cross at every step.
+std::vector<int> ring_by_node(const std::vector<std::string>& addresses) {
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> members;
+  for (int r = 0; r < static_cast<int>(addresses.size()); ++r) {
+    const std::string host = Router::host_of(addresses[static_cast<size_t>(r)]);
+    size_t h = static_cast<size_t>(std::find(hosts.begin(), hosts.end(), host) - hosts.begin());
+    if (h == hosts.size()) hosts.push_back(host), members.emplace_back();
+    members[h].push_back(r);
+  }
+  std::vector<int> order;
+  for (const auto& m : members) order.insert(order.end(), m.begin(), m.end());
+  for (int r = 0; r < static_cast<int>(order.size()); ++r)
+    if (order[static_cast<size_t>(r)] != r) return order;
+  return {};
 }
 
 Communicator::~Communicator() {
@@ -78,6 +98,7 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   shape.average = op.op == COLL_AVG;
   shape.chunk_bytes = chunk_bytes_;
   shape.send_offset = op.send_offset;
+  shape.ring_order = ring_order_;
   const algo::Algorithm& algorithm =
       op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm) : selector_->choose(shape);
   auto plan = std::make_shared<const Plan>(algorithm.build(shape));

@@ -44,6 +44,12 @@ struct OpRequest {
   std::optional<int64_t> send_offset{};  // in place: input address minus output address (the C API decides)
 };
 
+// The ranks of a job grouped by node (from each rank's router address),
+// nodes in order of their first rank, launcher order inside a node: the
+// ring order that crosses between nodes fewest times. Empty when that is
+// the launcher's order already.
+std::vector<int> ring_by_node(const std::vector<std::string>& addresses);
+
 class Communicator {
  public:
   // Joins the job: connects to the store, publishes this rank's transport
@@ -98,6 +104,7 @@ class Communicator {
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;
   std::vector<std::string> addresses_;
+  std::vector<int> ring_order_;  // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;

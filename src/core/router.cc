@@ -70,8 +70,10 @@ Router::Router(int rank, std::vector<std::unique_ptr<transport::Transport>> tran
 std::string Router::local_address() const {
   std::string out;
   for (const auto& t : transports_) out += (out.empty() ? "" : ";") + t->capabilities().name + "=" + t->local_address();
-  return out;
+  return out + ";host=" + host_id();
 }
+
+std::string Router::host_of(const std::string& address) { return part_for(address, "host"); }
 
 size_t Router::choose(int peer, const std::string& address) const {
   for (size_t i = 0; i < transports_.size(); ++i) {

@@ -17,8 +17,11 @@ class Router final : public transport::Transport {
   Router(int rank, std::vector<std::unique_ptr<transport::Transport>> transports);
 
   const transport::Capabilities& capabilities() const override { return caps_; }
-  // Every transport's address: "<name>=<address>" joined by ';'.
+  // Every transport's address, "<name>=<address>", and "host=<host id>",
+  // joined by ';'.
   std::string local_address() const override;
+  // The host id inside a router address ("" if it has none).
+  static std::string host_of(const std::string& address);
   void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
                const Deadline& deadline) override;
   transport::RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;

@@ -48,12 +48,15 @@ struct Case {
   bool in_place;
   bool average;
   int root;
+  std::vector<int> ring_order = {};  // empty: 0..n-1
 };
 
 std::string name(const Case& c) {
+  std::string order;
+  for (int r : c.ring_order) order += (order.empty() ? " ring=" : ",") + std::to_string(r);
   return std::string(collective_name(c.collective)) + "/" + c.algorithm + " n=" + std::to_string(c.n) +
          " count=" + std::to_string(c.count) + " chunk=" + std::to_string(c.chunk_bytes) +
-         (c.in_place ? " in-place" : "") + (c.average ? " avg" : "") + " root=" + std::to_string(c.root);
+         (c.in_place ? " in-place" : "") + (c.average ? " avg" : "") + " root=" + std::to_string(c.root) + order;
 }
 
 constexpr size_t kEs = 4;
@@ -114,6 +117,7 @@ Schedule build(const Case& c, int r) {
   shape.average = c.average;
   shape.send_offset = send_offset(c, r);
   shape.chunk_bytes = c.chunk_bytes;
+  shape.ring_order = c.ring_order;
   return find_algorithm(c.collective, c.algorithm).build(shape);
 }
 
@@ -341,6 +345,32 @@ TEST(Schedules, EveryAlgorithmProducesEveryElementExactlyOnce) {
   }
 }
 
+// Rings in any order of ranks (the communicator groups them by node):
+// reversed, evens then odds (an interleaved launcher's placement regrouped),
+// rotated.
+TEST(Schedules, RingsInAnyRankOrderProduceEveryElementExactlyOnce) {
+  for (const Algorithm& a : all_algorithms()) {
+    if (skipped(a.collective) || std::string(a.name) != "ring") continue;
+    for (int n : {2, 3, 4, 5, 8}) {
+      std::vector<int> reversed, interleaved, rotated;
+      for (int r = n - 1; r >= 0; --r) reversed.push_back(r);
+      for (int r = 0; r < n; r += 2) interleaved.push_back(r);
+      for (int r = 1; r < n; r += 2) interleaved.push_back(r);
+      for (int r = 0; r < n; ++r) rotated.push_back((r + 1) % n);
+      for (const auto& order : {reversed, interleaved, rotated})
+        for (size_t count : {size_t{1}, size_t(n + 1), size_t{33}})
+          for (bool in_place : {false, true})
+            for (int root : {0, n - 1}) {
+              if (!rooted(a.collective) && root != 0) continue;
+              Case c{a.collective, a.name, n, count, 3 * kEs, in_place, reduces(a.collective), root, order};
+              simulate(c);
+              check_no_races(c);
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+    }
+  }
+}
+
 TEST(Schedules, DependenciesOrderEveryConflictingAccess) {
   for (const Algorithm& a : all_algorithms()) {
     if (skipped(a.collective)) continue;
@@ -402,8 +432,14 @@ TEST(Partition, BlocksCoverTheBufferAndDifferByAtMostOne) {
       }
       EXPECT_EQ(next, count);
     }
-  EXPECT_EQ(ring_peer_after(3, 4), 0);
-  EXPECT_EQ(ring_peer_before(0, 4), 3);
+  const std::vector<int> launcher, by_node = {0, 2, 1, 3};
+  EXPECT_EQ(Ring(3, 4, launcher).next(), 0);
+  EXPECT_EQ(Ring(0, 4, launcher).prev(), 3);
+  EXPECT_EQ(Ring(2, 4, by_node).position(), 1);
+  EXPECT_EQ(Ring(2, 4, by_node).next(), 1);
+  EXPECT_EQ(Ring(0, 4, by_node).prev(), 3);
+  EXPECT_EQ(Ring(3, 4, by_node).next(), 0);
+  EXPECT_EQ(Ring(0, 4, by_node).position_of(1), 2);
   EXPECT_EQ(wrap(-5, 4), 3);
   EXPECT_EQ(chunk_count(10, 3), 4u);
   EXPECT_EQ(chunk_span({100, 10}, 3, 3).count, 1u);

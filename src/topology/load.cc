@@ -1,0 +1,134 @@
+// Choosing the source of the topology, and writing it back out.
+#include "topology/load.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace coll::topo {
+
+Topology load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(Code::kInvalidArgument, "topology file ", path, ": cannot open it");
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  // The root element tells the formats apart: hwloc's <topology>, NCCL's <system>.
+  if (head.find("<system") != std::string::npos) return load_nccl_xml(path);
+  if (head.find("<topology") != std::string::npos) return load_hwloc_xml(path);
+  fail(Code::kInvalidArgument, "topology file ", path,
+       ": neither an hwloc XML export (<topology>) nor an NCCL topology file (<system>)");
+}
+
+Topology load_configured() {
+  const std::string file = config::get_string("COLL_TOPO_FILE");
+  Topology t = file.empty() ? load_live() : load_file(file);
+  const std::string dump = config::get_string("COLL_TOPO_DUMP_FILE");
+  if (!dump.empty()) {
+    std::ofstream out(dump);
+    out << to_nccl_xml(t);
+    if (!out) fail(Code::kSystem, "COLL_TOPO_DUMP_FILE=", dump, ": cannot write it");
+    log::info(log::kInit, "topology (", t.source, ") written to ", dump);
+  }
+  return t;
+}
+
+namespace {
+
+// "0-5,48-53" -> "003f0000,0000003f" (NCCL's affinity: 32-bit words, most significant first).
+std::string list_to_affinity(const std::string& list) {
+  std::vector<uint32_t> words(1, 0);
+  std::stringstream in(list);
+  std::string range;
+  while (std::getline(in, range, ',')) {
+    if (range.empty()) continue;
+    const size_t dash = range.find('-');
+    const long first = std::atol(range.c_str()),
+               last = dash == std::string::npos ? first : std::atol(range.c_str() + dash + 1);
+    for (long cpu = first; cpu <= last && cpu >= 0 && cpu < 65536; ++cpu) {
+      if (static_cast<size_t>(cpu / 32) >= words.size()) words.resize(static_cast<size_t>(cpu / 32) + 1, 0);
+      words[static_cast<size_t>(cpu / 32)] |= 1u << (cpu % 32);
+    }
+  }
+  std::string out;
+  for (size_t i = words.size(); i-- > 0;) {
+    char word[16];
+    std::snprintf(word, sizeof(word), "%08x", words[i]);
+    if (!out.empty()) out += ',';
+    out += word;
+  }
+  return out;
+}
+
+void write_node(const Topology& t, int index, int depth, std::ostringstream& out) {
+  const Node& n = t.nodes[static_cast<size_t>(index)];
+  const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+  auto children = [&](int d) {
+    for (int c : n.children) write_node(t, c, d, out);
+  };
+  switch (n.kind) {
+    case Kind::kHostBridge:
+    case Kind::kMachine:
+    case Kind::kPackage:
+      children(depth);  // not in the format: their children move up
+      return;
+    case Kind::kBridge:
+      // The format has one element per switch: the topmost bridge of a chain
+      // stands for it, the bridges below it (its ports, nested switches)
+      // are left out and their devices move up. Nested switches thus read
+      // back as one (PXB becomes PIX).
+      if (!n.has_pci || (n.parent >= 0 && t.nodes[static_cast<size_t>(n.parent)].kind == Kind::kBridge)) {
+        children(depth);
+        return;
+      }
+      break;
+    case Kind::kNuma:
+      out << pad << "<cpu numaid=\"" << n.os_index << "\" affinity=\"" << list_to_affinity(n.cpuset) << "\">\n";
+      children(depth + 1);
+      out << pad << "</cpu>\n";
+      return;
+    default:
+      break;
+  }
+  if (!n.has_pci) {  // a NIC without a PCI address
+    out << pad << "<nic>";
+    for (const auto& name : n.names) out << "<net name=\"" << name << "\"/>";
+    out << "</nic>\n";
+    return;
+  }
+  char cls[16], ids[64];
+  std::snprintf(cls, sizeof(cls), "0x%04x00", n.pci_class);
+  std::snprintf(ids, sizeof(ids), "vendor=\"0x%04x\" device=\"0x%04x\"", n.vendor, n.device_id);
+  out << pad << "<pci busid=\"" << n.pci.to_string() << "\" class=\"" << cls << "\" " << ids;
+  if (n.link_gbps > 0) out << " link_gbps=\"" << n.link_gbps << "\"";
+  const bool leaf_info = n.kind == Kind::kNic && !n.names.empty();
+  if (n.children.empty() && !leaf_info) {
+    out << "/>\n";
+    return;
+  }
+  out << ">\n";
+  if (leaf_info) {
+    out << pad << "  <nic>";
+    for (const auto& name : n.names) out << "<net name=\"" << name << "\"/>";
+    out << "</nic>\n";
+  }
+  children(depth + 1);
+  out << pad << "</pci>\n";
+}
+
+}  // namespace
+
+std::string to_nccl_xml(const Topology& t) {
+  std::ostringstream out;
+  out << "<system version=\"1\">\n";
+  if (!t.nodes.empty()) write_node(t, 0, 1, out);
+  out << "</system>\n";
+  return out.str();
+}
+
+}  // namespace coll::topo

@@ -1,0 +1,217 @@
+// colltopo — what coll sees of this node, or of a topology file.
+//
+//   colltopo [--input FILE] [--json] [--ranks-per-node N]
+//
+// Prints the NUMA nodes, cores, GPUs (CUDA's PCI_BUS_ID order, with PCI id
+// and NUMA node), NICs (PCI id, link layer, NUMA node), the GPU-GPU and
+// GPU-NIC path matrices (NVL, PIX, PXB, PHB, NODE, SYS), the NIC each GPU
+// uses, and the ring order and chain coll would use for N ranks on the node.
+// --json prints one object with the keys gpus, nics, numa, paths, gpu_nic,
+// rings (and trees). FILE is an hwloc XML export or an NCCL topology file;
+// without it, hwloc reads this machine (COLL_TOPO_FILE is honoured too).
+#include "core/error.h"
+#include "topology/load.h"
+#include "topology/paths.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using coll::topo::Kind;
+using coll::topo::Node;
+using coll::topo::Topology;
+
+struct Options {
+  std::string input;
+  bool json = false;
+  int ranks_per_node = -1;  // default: one per GPU, else one per NUMA node
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: colltopo [--input FILE] [--json] [--ranks-per-node N]\n"
+               "  --input FILE          an hwloc XML export or an NCCL topology file (default: this machine)\n"
+               "  --json                one JSON object: gpus, nics, numa, paths, gpu_nic, rings, trees\n"
+               "  --ranks-per-node N    ranks for the ring and tree (default: GPUs, else NUMA nodes)\n");
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+const Node& node(const Topology& t, int i) { return t.nodes[static_cast<size_t>(i)]; }
+
+int numa_id(const Topology& t, int i) {
+  int n = t.numa_of(i);
+  return n < 0 ? -1 : node(t, n).os_index;
+}
+
+std::string ids(const Node& n) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%04x:%04x", n.vendor, n.device_id);
+  return text;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ',';
+    out += n;
+  }
+  return out;
+}
+
+// The ranks of one node, in ring order: GPUs along gpu_ring when each rank
+// has a GPU; else NUMA node by NUMA node (ranks spread over them in blocks).
+std::vector<int> ring_for(const Topology& t, int ranks) {
+  std::vector<int> ring;
+  if (!t.gpus.empty() && ranks == static_cast<int>(t.gpus.size())) return coll::topo::gpu_ring(t);
+  for (int r = 0; r < ranks; ++r) ring.push_back(r);
+  return ring;
+}
+
+void print_text(const Topology& t, const std::vector<int>& nic_of, const std::vector<int>& ring) {
+  std::printf("topology: %s\n", t.source.c_str());
+  std::printf("%zu package(s), %zu NUMA node(s), %d cores, %d PUs\n", t.packages.size(), t.numas.size(), t.cores,
+              t.pus);
+  for (int n : t.numas) std::printf("  NUMA %d: cpus %s\n", node(t, n).os_index, node(t, n).cpuset.c_str());
+  std::printf("%zu GPU(s) (CUDA order, PCI_BUS_ID):\n", t.gpus.size());
+  for (size_t g = 0; g < t.gpus.size(); ++g) {
+    const Node& n = node(t, t.gpus[g]);
+    std::printf("  GPU%zu %s %s NUMA %d%s%s\n", g, n.pci.to_string().c_str(), ids(n).c_str(), numa_id(t, t.gpus[g]),
+                n.names.empty() ? "" : " ", joined(n.names).c_str());
+  }
+  std::printf("%zu NIC(s):\n", t.nics.size());
+  for (size_t k = 0; k < t.nics.size(); ++k) {
+    const Node& n = node(t, t.nics[k]);
+    std::printf("  NIC%zu %s %s %s%s NUMA %d %s\n", k, n.has_pci ? n.pci.to_string().c_str() : "(no PCI)",
+                n.has_pci ? ids(n).c_str() : "", coll::topo::link_layer_name(n.link_layer), n.rdma ? " rdma" : "",
+                numa_id(t, t.nics[k]), joined(n.names).c_str());
+  }
+  if (!t.gpus.empty()) {
+    std::printf("GPU-GPU paths:\n      ");
+    for (size_t j = 0; j < t.gpus.size(); ++j) std::printf(" %-13s", ("GPU" + std::to_string(j)).c_str());
+    std::printf("\n");
+    for (size_t i = 0; i < t.gpus.size(); ++i) {
+      std::printf("  GPU%-3zu", i);
+      for (size_t j = 0; j < t.gpus.size(); ++j)
+        std::printf(" %-13s", i == j ? "-" : coll::topo::path_between(t, t.gpus[i], t.gpus[j]).to_string().c_str());
+      std::printf("\n");
+    }
+  }
+  if (!t.gpus.empty() && !t.nics.empty()) {
+    std::printf("GPU-NIC paths:\n      ");
+    for (size_t k = 0; k < t.nics.size(); ++k) std::printf(" %-13s", ("NIC" + std::to_string(k)).c_str());
+    std::printf("\n");
+    for (size_t i = 0; i < t.gpus.size(); ++i) {
+      std::printf("  GPU%-3zu", i);
+      for (int nic : t.nics) std::printf(" %-13s", coll::topo::path_between(t, t.gpus[i], nic).to_string().c_str());
+      std::printf("  -> NIC%d\n", nic_of[i]);
+    }
+  }
+  std::printf("ring (%zu ranks on this node):", ring.size());
+  for (int r : ring) std::printf(" %d", r);
+  std::printf("\ntree (a chain inside the node, in ring order):");
+  for (size_t i = 0; i < ring.size(); ++i) std::printf("%s%d", i == 0 ? " " : " -> ", ring[i]);
+  std::printf("\n");
+}
+
+void print_json(const Topology& t, const std::vector<int>& nic_of, const std::vector<int>& ring) {
+  std::printf("{\"source\": %s, \"packages\": %zu, \"cores\": %d, \"pus\": %d,\n", quoted(t.source).c_str(),
+              t.packages.size(), t.cores, t.pus);
+  std::printf(" \"numa\": [");
+  for (size_t i = 0; i < t.numas.size(); ++i)
+    std::printf("%s{\"id\": %d, \"cpus\": %s}", i ? ", " : "", node(t, t.numas[i]).os_index,
+                quoted(node(t, t.numas[i]).cpuset).c_str());
+  std::printf("],\n \"gpus\": [");
+  for (size_t g = 0; g < t.gpus.size(); ++g) {
+    const Node& n = node(t, t.gpus[g]);
+    std::printf("%s{\"index\": %zu, \"pci\": %s, \"id\": %s, \"numa\": %d}", g ? ", " : "", g,
+                quoted(n.pci.to_string()).c_str(), quoted(ids(n)).c_str(), numa_id(t, t.gpus[g]));
+  }
+  std::printf("],\n \"nics\": [");
+  for (size_t k = 0; k < t.nics.size(); ++k) {
+    const Node& n = node(t, t.nics[k]);
+    std::printf("%s{\"index\": %zu, \"pci\": %s, \"names\": [", k ? ", " : "", k,
+                n.has_pci ? quoted(n.pci.to_string()).c_str() : "null");
+    for (size_t i = 0; i < n.names.size(); ++i) std::printf("%s%s", i ? ", " : "", quoted(n.names[i]).c_str());
+    std::printf("], \"link_layer\": %s, \"rdma\": %s, \"numa\": %d}",
+                quoted(coll::topo::link_layer_name(n.link_layer)).c_str(), n.rdma ? "true" : "false",
+                numa_id(t, t.nics[k]));
+  }
+  std::printf("],\n \"paths\": {\"gpu_gpu\": [");
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    std::printf("%s[", i ? ", " : "");
+    for (size_t j = 0; j < t.gpus.size(); ++j)
+      std::printf("%s%s", j ? ", " : "",
+                  quoted(i == j ? "-" : coll::topo::path_between(t, t.gpus[i], t.gpus[j]).to_string()).c_str());
+    std::printf("]");
+  }
+  std::printf("], \"gpu_nic\": [");
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    std::printf("%s[", i ? ", " : "");
+    for (size_t k = 0; k < t.nics.size(); ++k)
+      std::printf("%s%s", k ? ", " : "", quoted(coll::topo::path_between(t, t.gpus[i], t.nics[k]).to_string()).c_str());
+    std::printf("]");
+  }
+  std::printf("]},\n \"gpu_nic\": [");
+  for (size_t i = 0; i < nic_of.size(); ++i) std::printf("%s%d", i ? ", " : "", nic_of[i]);
+  std::printf("],\n \"rings\": [[");
+  for (size_t i = 0; i < ring.size(); ++i) std::printf("%s%d", i ? ", " : "", ring[i]);
+  std::printf("]],\n \"trees\": [[");
+  for (size_t i = 0; i < ring.size(); ++i) std::printf("%s%d", i ? ", " : "", ring[i]);
+  std::printf("]]}\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json") {
+      o.json = true;
+    } else if ((a == "--input" || a == "-i") && i + 1 < argc) {
+      o.input = argv[++i];
+    } else if (a == "--ranks-per-node" && i + 1 < argc) {
+      o.ranks_per_node = std::atoi(argv[++i]);
+      if (o.ranks_per_node <= 0) {
+        std::fprintf(stderr, "colltopo: --ranks-per-node %s: must be a positive number\n", argv[i]);
+        return 2;
+      }
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "colltopo: unknown argument '%s'\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  try {
+    Topology t = o.input.empty() ? coll::topo::load_configured() : coll::topo::load_file(o.input);
+    const int ranks = o.ranks_per_node > 0 ? o.ranks_per_node
+                      : !t.gpus.empty()    ? static_cast<int>(t.gpus.size())
+                                           : std::max<int>(1, static_cast<int>(t.numas.size()));
+    const std::vector<int> nic_of = coll::topo::nic_for_each_gpu(t);
+    const std::vector<int> ring = ring_for(t, ranks);
+    if (o.json)
+      print_json(t, nic_of, ring);
+    else
+      print_text(t, nic_of, ring);
+  } catch (const coll::Error& e) {
+    std::fprintf(stderr, "colltopo: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
