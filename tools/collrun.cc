@@ -1,6 +1,13 @@
 // collrun — starts N ranks of a program on this machine.
 //
-//   collrun -n N [--tag-output] [--grace SECONDS] [--] prog [args...]
+//   collrun -n N [--nodes K [--placement block|cyclic]] [--tag-output]
+//           [--grace SECONDS] [--] prog [args...]
+//
+// With --nodes K, under scripts/emulate-cluster.sh, the ranks go to K
+// emulated nodes (network namespaces, COLL_NETNS_NODES): in blocks (ranks
+// 0..N/K-1 on the first) or cyclic (rank r on node r mod K, an
+// interleaved launcher). Each node is a host of its own to coll: shared
+// memory inside it, TCP between nodes.
 //
 // Each rank gets the variables coll_comm_init_from_env() reads (COLL_RANK,
 // COLL_NRANKS, COLL_LOCAL_RANK, COLL_LOCAL_SIZE, COLL_ROOT_ADDR,
@@ -9,7 +16,9 @@
 // killed by a signal). When a rank fails, the others get a grace period to
 // finish (they will usually see the failure themselves), then SIGTERM, then
 // SIGKILL, so nothing is left running.
+#include "bootstrap/emulated_node.h"
 #include "core/auth.h"
+#include "core/error.h"
 #include "core/socket.h"
 
 #include <poll.h>
@@ -17,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +38,8 @@ namespace {
 
 struct Options {
   int nranks = 0;
+  int nodes = 0;  // emulated nodes (--nodes); 0: this machine only
+  bool cyclic = false;
   bool tag_output = false;
   double grace_s = 5.0;
   std::vector<char*> argv;
@@ -35,8 +47,11 @@ struct Options {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: collrun -n N [--tag-output] [--grace SECONDS] [--] prog [args...]\n"
+               "usage: collrun -n N [--nodes K [--placement block|cyclic]] [--tag-output] [--grace SECONDS]\n"
+               "               [--] prog [args...]\n"
                "  -n, --np N        number of ranks to start on this machine\n"
+               "  --nodes K         spread them over K emulated nodes (under scripts/emulate-cluster.sh)\n"
+               "  --placement P     block (default: ranks 0..N/K-1 on node 0, ...) or cyclic (rank r on node r mod K)\n"
                "  --tag-output      prefix every output line with [rank]\n"
                "  --grace SECONDS   after a rank fails, wait this long before ending the others (5)\n");
 }
@@ -48,6 +63,19 @@ Options parse(int argc, char** argv) {
     std::string a = argv[i];
     if ((a == "-n" || a == "-np" || a == "--np") && i + 1 < argc) {
       o.nranks = std::atoi(argv[++i]);
+    } else if (a == "--nodes" && i + 1 < argc) {
+      o.nodes = std::atoi(argv[++i]);
+      if (o.nodes < 1) {
+        std::fprintf(stderr, "collrun: --nodes %s: must be at least 1\n", argv[i]);
+        std::exit(2);
+      }
+    } else if (a == "--placement" && i + 1 < argc) {
+      std::string p = argv[++i];
+      if (p != "block" && p != "cyclic") {
+        std::fprintf(stderr, "collrun: --placement %s: block or cyclic\n", p.c_str());
+        std::exit(2);
+      }
+      o.cyclic = p == "cyclic";
     } else if (a == "--tag-output") {
       o.tag_output = true;
     } else if (a == "--grace" && i + 1 < argc) {
@@ -127,7 +155,37 @@ void drain(int rank, Rank& r, bool final) {
 
 int main(int argc, char** argv) {
   Options opt = parse(argc, argv);
-  std::string root = "127.0.0.1:" + std::to_string(free_port());
+  // Emulated nodes: which node each rank goes to, and its rank among them.
+  std::vector<coll::bootstrap::EmulatedNode> nodes;
+  std::vector<int> node_of(static_cast<size_t>(opt.nranks), 0), local_rank(static_cast<size_t>(opt.nranks), 0);
+  std::vector<int> local_size(static_cast<size_t>(std::max(opt.nodes, 1)), 0);
+  if (opt.nodes > 0) {
+    try {
+      nodes = coll::bootstrap::emulated_nodes();
+    } catch (const coll::Error& e) {
+      std::fprintf(stderr, "collrun: %s\n", e.what());
+      return 2;
+    }
+    if (static_cast<int>(nodes.size()) < opt.nodes) {
+      std::fprintf(stderr,
+                   "collrun: --nodes %d, but COLL_NETNS_NODES lists %zu emulated node(s): run under "
+                   "scripts/emulate-cluster.sh -k %d\n",
+                   opt.nodes, nodes.size(), opt.nodes);
+      return 2;
+    }
+    const int per_node = (opt.nranks + opt.nodes - 1) / opt.nodes;
+    for (int r = 0; r < opt.nranks; ++r) {
+      int node = opt.cyclic ? r % opt.nodes : r / per_node;
+      node_of[static_cast<size_t>(r)] = node;
+      local_rank[static_cast<size_t>(r)] = local_size[static_cast<size_t>(node)]++;
+    }
+  } else {
+    for (int r = 0; r < opt.nranks; ++r) local_rank[static_cast<size_t>(r)] = r;
+    local_size[0] = opt.nranks;
+  }
+  // Rank 0 hosts the store: on loopback, or on its emulated node's address.
+  std::string root = (nodes.empty() ? std::string("127.0.0.1") : nodes[static_cast<size_t>(node_of[0])].ip) + ":" +
+                     std::to_string(free_port());
   std::string secret = coll::auth::to_hex(coll::auth::random_secret());
   const char* ifname = std::getenv("COLL_SOCKET_IFNAME");
 
@@ -160,12 +218,21 @@ int main(int argc, char** argv) {
       }
       setenv("COLL_RANK", std::to_string(r).c_str(), 1);
       setenv("COLL_NRANKS", std::to_string(opt.nranks).c_str(), 1);
-      setenv("COLL_LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("COLL_LOCAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
+      const int node = node_of[static_cast<size_t>(r)];
+      setenv("COLL_LOCAL_RANK", std::to_string(local_rank[static_cast<size_t>(r)]).c_str(), 1);
+      setenv("COLL_LOCAL_SIZE", std::to_string(local_size[static_cast<size_t>(node)]).c_str(), 1);
       setenv("COLL_ROOT_ADDR", root.c_str(), 1);
       setenv("COLL_JOB_SECRET", secret.c_str(), 1);
-      // All ranks share this host, so loopback is the right interface.
-      if (ifname == nullptr) setenv("COLL_SOCKET_IFNAME", "lo", 1);
+      if (!nodes.empty()) {
+        try {
+          coll::bootstrap::enter_emulated_node(nodes[static_cast<size_t>(node)]);
+        } catch (const coll::Error& e) {
+          std::fprintf(stderr, "collrun: rank %d: %s\n", r, e.what());
+          _exit(127);
+        }
+      } else if (ifname == nullptr) {
+        setenv("COLL_SOCKET_IFNAME", "lo", 1);  // all ranks share this host, so loopback is the right interface
+      }
       execvp(opt.argv[0], opt.argv.data());
       std::fprintf(stderr, "collrun: cannot run %s: %s\n", opt.argv[0], std::strerror(errno));
       _exit(127);

@@ -33,6 +33,8 @@ const std::vector<Setting>& settings() {
       {"COLL_REDUCE_ISA", "string", "", "",
        "reduction kernels: portable, avx2 or avx512; unset picks the widest this CPU supports"},
       {"COLL_HOSTID", "string", "", "", "overrides this node's identity (emulated multi-node)"},
+      {"COLL_NETNS_NODES", "string", "", "",
+       "set by scripts/emulate-cluster.sh: the emulated nodes (netns:ip ...) that collrun --nodes places ranks on"},
       {"COLL_TOPO_AWARE", "bool", "1", "",
        "1: rings keep the ranks of a node together (fewest crossings between nodes); 0: launcher order"},
       {"COLL_TOPO_FILE", "string", "", "",

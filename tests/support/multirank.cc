@@ -1,5 +1,6 @@
 #include "support/multirank.h"
 
+#include "bootstrap/emulated_node.h"
 #include "bootstrap/unique_id.h"
 #include "core/router.h"
 
@@ -63,6 +64,15 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0) << "fork failed";
     if (pid == 0) {
+      // Under scripts/emulate-cluster.sh the ranks go round the emulated
+      // nodes (rank r on node r mod K): the same tests, across "nodes".
+      try {
+        auto nodes = bootstrap::emulated_nodes();
+        if (!nodes.empty()) bootstrap::enter_emulated_node(nodes[static_cast<size_t>(rank) % nodes.size()]);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+        _exit(5);
+      }
       for (const auto& [k, v] : options.env) setenv(k.c_str(), v.c_str(), 1);
       int code = 0;
       try {

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# An emulated cluster on one machine (root): K network namespaces, each an
+# emulated node with one interface (eth0, 10.77.N.i/24) plugged into a
+# bridge that lives in a namespace of its own, every node's link limited by
+# `tc tbf` in both directions. Runs COMMAND with COLL_NETNS_NODES naming the
+# nodes, for `collrun --nodes K` and the multi-rank tests to place ranks on.
+# Everything it creates is removed when it exits, on failure and on Ctrl-C
+# too; the machine's own network is not touched.
+#
+#   scripts/emulate-cluster.sh [-k K] [-r RATE] [-d DELAY] -- COMMAND [ARGS...]
+#     -k K      nodes (default 2)
+#     -r RATE   each node's link, tc syntax (default 1gbit; "none": unlimited)
+#     -d DELAY  added one-way latency per link, tc netem syntax (default: none)
+#
+#   scripts/emulate-cluster.sh -k 2 -r 1gbit -- \
+#     build/tools/collrun --nodes 2 --placement cyclic -n 4 build/bench/coll_perf -b 64M -e 64M
+#
+# Exits 77 (skip) when it cannot create namespaces here (not root, no ip).
+set -euo pipefail
+
+nodes=2 rate=1gbit delay=""
+while getopts "k:r:d:h" opt; do
+  case $opt in
+    k) nodes=$OPTARG ;;
+    r) rate=$OPTARG ;;
+    d) delay=$OPTARG ;;
+    h) sed -n '2,19p' "$0"; exit 0 ;;
+    *) exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ "${1:-}" = "--" ] && shift
+if [ $# -eq 0 ]; then echo "emulate-cluster: no command to run (see -h)" >&2; exit 2; fi
+if ! [[ $nodes =~ ^[0-9]+$ ]] || [ "$nodes" -lt 1 ] || [ "$nodes" -gt 200 ]; then
+  echo "emulate-cluster: -k $nodes: between 1 and 200 nodes" >&2; exit 2
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v ip > /dev/null || ! command -v tc > /dev/null; then
+  echo "emulate-cluster: needs root, ip and tc (iproute2) to create network namespaces; skipping" >&2
+  exit 77
+fi
+
+# Names unique to this run, so that runs side by side do not collide
+# (interface names have at most 15 characters).
+id=$(( $$ % 100000 ))
+subnet="10.77.$(( $$ % 250 + 1 ))"
+switch="cesw$id"
+created=()
+cleanup() {
+  local ns
+  for ns in "${created[@]}"; do ip netns del "$ns" 2> /dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+limit() {  # limit NS DEV: the rate (tbf) and delay (netem) on DEV's egress
+  local ns=$1 dev=$2
+  if [ -n "$delay" ]; then
+    ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: netem delay "$delay"
+    [ "$rate" != none ] && ip netns exec "$ns" tc qdisc add dev "$dev" parent 1: handle 2: tbf rate "$rate" burst 256kb latency 100ms
+  elif [ "$rate" != none ]; then
+    ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst 256kb latency 100ms
+  fi
+}
+
+if ! ip netns add "$switch" 2> /dev/null; then
+  echo "emulate-cluster: cannot create network namespaces here (ip netns add failed); skipping" >&2
+  exit 77
+fi
+created+=("$switch")
+ip netns exec "$switch" ip link add br0 type bridge
+ip netns exec "$switch" ip link set br0 up
+ip netns exec "$switch" ip link set lo up
+
+list=""
+for i in $(seq 0 $((nodes - 1))); do
+  ns="cen${id}n$i"
+  ip netns add "$ns"
+  created+=("$ns")
+  # eth0 inside the node, port$i on the bridge.
+  ip link add "cep${id}n$i" netns "$switch" type veth peer name eth0 netns "$ns"
+  ip netns exec "$switch" ip link set "cep${id}n$i" name "port$i"
+  ip netns exec "$switch" ip link set "port$i" master br0 up
+  ip netns exec "$ns" ip link set lo up
+  ip netns exec "$ns" ip addr add "$subnet.$((i + 1))/24" dev eth0
+  ip netns exec "$ns" ip link set eth0 up
+  limit "$ns" eth0                 # what the node sends
+  limit "$switch" "port$i"         # what it receives
+  list="$list $ns:$subnet.$((i + 1))"
+done
+export COLL_NETNS_NODES="${list# }"
+echo "emulate-cluster: $nodes node(s) on $subnet.0/24, links ${rate}${delay:+, +$delay}: $COLL_NETNS_NODES" >&2
+
+status=0
+"$@" || status=$?
+exit $status

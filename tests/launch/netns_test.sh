@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The emulated cluster (scripts/emulate-cluster.sh): 2 network namespaces as
+# nodes, ranks placed on them interleaved (rank r on node r mod 2), shared
+# memory inside a node and TCP between nodes. coll_perf checks every
+# collective exactly through collrun --nodes; then the allreduce matrix runs
+# with its ranks spread over the nodes. Skips (77) without root or ip.
+set -euo pipefail
+build=$1 source=$2
+emulate=$source/scripts/emulate-cluster.sh
+collrun=$build/tools/collrun
+perf=$build/bench/coll_perf
+fail() { echo "netns_test: FAIL: $*" >&2; exit 1; }
+
+check_ok() {  # output, description
+  grep -q "^# Out of bounds values : 0 OK$" <<<"$1" || fail "$2: $1"
+}
+
+probe=0
+"$emulate" -k 1 -r none -- true 2> /dev/null || probe=$?
+if [ "$probe" -eq 77 ]; then
+  echo "netns_test: skipped: network namespaces cannot be created here (needs root and iproute2)"
+  exit 77
+fi
+[ "$probe" -eq 0 ] || fail "emulate-cluster.sh -k 1 -- true exited $probe"
+
+echo "== collrun --nodes 2, interleaved, 1 Gbit/s links: every collective exact"
+for setting in "" "COLL_TOPO_AWARE=0 COLL_ALGO=ring" "COLL_ALGO=ring" "COLL_ALGO=tree"; do
+  out=$(env $setting "$emulate" -k 2 -r 1gbit -- "$collrun" --nodes 2 --placement cyclic -n 4 \
+          "$perf" -b 4 -e 1M -f 32 -n 2 -w 1 2>&1) || fail "allreduce ($setting): $out"
+  check_ok "$out" "allreduce ($setting)"
+done
+for C in broadcast reduce allgather reduce_scatter alltoall; do
+  out=$("$emulate" -k 2 -r none -- "$collrun" --nodes 2 --placement cyclic -n 4 \
+          "$perf" -C $C -b 4 -e 256K -f 16 -n 1 -w 0 -d int32 -o sum -r 1 2>&1) || fail "$C: $out"
+  check_ok "$out" "$C"
+done
+out=$("$emulate" -k 3 -r none -- "$collrun" --nodes 3 -n 5 "$perf" -b 4 -e 64K -f 16 -n 1 -w 0 2>&1) ||
+  fail "3 nodes, 5 ranks in blocks: $out"
+check_ok "$out" "3 nodes, 5 ranks in blocks"
+
+echo "== collrun --nodes without the emulated cluster is a clear error"
+if out=$(env -u COLL_NETNS_NODES "$collrun" --nodes 2 -n 2 "$perf" 2>&1); then fail "ran without nodes"; fi
+grep -q "emulate-cluster.sh" <<<"$out" || fail "no hint at emulate-cluster.sh: $out"
+
+echo "== the allreduce matrix, ranks spread over 2 nodes"
+"$emulate" -k 2 -r none -- "$build/tests/allreduce_test" \
+  --gtest_filter='Shm/AllreduceMatrix.*/ring_4ranks_shm:Shm/AllreduceMatrix.*/auto_4ranks_shm:Shm/AllreduceMatrix.*/auto_3ranks_shm:Shm/AllreduceMatrix.*/halving_doubling_5ranks_shm' \
+  || fail "allreduce matrix on the emulated cluster"
+echo "netns_test: OK"
