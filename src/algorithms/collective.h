@@ -43,6 +43,10 @@ struct CollShape {
   // communicator orders it by node, so that a ring crosses between nodes
   // as few times as it can whatever order the launcher chose.
   std::vector<int> ring_order;
+  // The ranks taking turns between nodes (one of each node, then the next
+  // of each, ...; empty: launcher order), for algorithms whose largest
+  // exchanges are between the farthest ranks: those then stay inside a node.
+  std::vector<int> spread_order;
 
   bool in_place() const { return send_offset.has_value(); }
   // Elements per pipelining chunk, at least one.

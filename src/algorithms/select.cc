@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -139,6 +140,23 @@ const std::vector<Algorithm>& all_algorithms() {
       {"direct", Collective::kRecv, p2p_recv, p2p_cost},
   };
   return table;
+}
+
+Schedule build_schedule(const Algorithm& a, const CollShape& shape) {
+  const std::vector<int>& order = shape.spread_order;
+  const bool relabel =
+      !order.empty() && a.collective == Collective::kAllreduce && std::string(a.name) == "halving_doubling";
+  if (!relabel) return a.build(shape);
+  // Allreduce's result does not depend on which rank holds which block, so
+  // the algorithm may run on positions instead of ranks.
+  CollShape virtual_shape = shape;
+  virtual_shape.rank = static_cast<int>(std::find(order.begin(), order.end(), shape.rank) - order.begin());
+  virtual_shape.ring_order.clear();
+  virtual_shape.spread_order.clear();
+  Schedule s = a.build(virtual_shape);
+  for (Step& step : s.steps)
+    if (step.peer >= 0) step.peer = order.at(static_cast<size_t>(step.peer));
+  return s;
 }
 
 const Algorithm& find_algorithm(Collective c, const std::string& name) {

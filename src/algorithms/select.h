@@ -25,6 +25,12 @@ struct Algorithm {
 
 const std::vector<Algorithm>& all_algorithms();
 
+// a.build(shape), in the order of ranks the algorithm wants: rings follow
+// shape.ring_order themselves; halving-doubling allreduce is built for this
+// rank's position in shape.spread_order and its peers mapped back to ranks,
+// so that its first, largest exchanges pair ranks of one node.
+Schedule build_schedule(const Algorithm& a, const CollShape& shape);
+
 // The algorithm of that name for a collective; kInternal if there is none.
 const Algorithm& find_algorithm(Collective c, const std::string& name);
 

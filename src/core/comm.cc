@@ -5,6 +5,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "reduce/reduce.h"
+#include "topology/bind.h"
+#include "topology/load.h"
 
 #include <algorithm>
 
@@ -40,7 +42,11 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
   if (nranks_ > 1) selector_->set_link_class(transport_->slowest_for(addresses_));
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
-  if (config::get_bool("COLL_TOPO_AWARE")) ring_order_ = ring_by_node(addresses_);
+  if (config::get_bool("COLL_TOPO_AWARE")) {
+    ring_order_ = ring_by_node(addresses_);
+    spread_order_ = spread_over_nodes(addresses_);
+  }
+  if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
   if (nranks_ > 1) {
     algo::Ring ring(rank_, nranks_, ring_order_);
     transport_->connect({ring.prev(), ring.next()}, addresses_, deadline);
@@ -50,10 +56,10 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
             transport_->local_address(), ")");
 }
 
-// A ring in this order crosses between nodes once per node whatever order
-// the launcher chose; an interleaved placement in launcher order would
-// cross at every step.
-std::vector<int> ring_by_node(const std::vector<std::string>& addresses) {
+namespace {
+
+// The ranks of each node (nodes in the order of their first rank).
+std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addresses) {
   std::vector<std::string> hosts;
   std::vector<std::vector<int>> members;
   for (int r = 0; r < static_cast<int>(addresses.size()); ++r) {
@@ -62,11 +68,53 @@ std::vector<int> ring_by_node(const std::vector<std::string>& addresses) {
     if (h == hosts.size()) hosts.push_back(host), members.emplace_back();
     members[h].push_back(r);
   }
-  std::vector<int> order;
-  for (const auto& m : members) order.insert(order.end(), m.begin(), m.end());
+  return members;
+}
+
+std::vector<int> unless_identity(std::vector<int> order) {
   for (int r = 0; r < static_cast<int>(order.size()); ++r)
     if (order[static_cast<size_t>(r)] != r) return order;
   return {};
+}
+
+}  // namespace
+
+// A ring in this order crosses between nodes once per node whatever order
+// the launcher chose; an interleaved placement in launcher order would
+// cross at every step.
+std::vector<int> ring_by_node(const std::vector<std::string>& addresses) {
+  std::vector<int> order;
+  for (const auto& m : ranks_by_node(addresses)) order.insert(order.end(), m.begin(), m.end());
+  return unless_identity(order);
+}
+
+// With nodes of equal size L and N = 2^k nodes, position p = i*N + node:
+// the farthest positions (p xor 2^j, large j) differ in i, the same node.
+std::vector<int> spread_over_nodes(const std::vector<std::string>& addresses) {
+  const auto members = ranks_by_node(addresses);
+  std::vector<int> order;
+  for (size_t i = 0; order.size() < addresses.size(); ++i)
+    for (const auto& m : members)
+      if (i < m.size()) order.push_back(m[i]);
+  return unless_identity(order);
+}
+
+// Learns this rank's place on its node (local rank, NUMA node, GPU, NIC)
+// from the topology, and pins the calling thread to its NUMA node's CPUs
+// (COLL_BIND).
+void Communicator::place_this_rank() {
+  int local_rank = 0, local_size = 0;
+  for (const auto& members : ranks_by_node(addresses_))
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i] == rank_) local_rank = static_cast<int>(i), local_size = static_cast<int>(members.size());
+  const topo::Topology& topology = topo::node_topology();
+  const topo::Placement place = topo::place(topology, local_rank, local_size);
+  const std::string bound = config::get_bool("COLL_BIND") ? topo::bind_to(place) : "not bound (COLL_BIND=0)";
+  log::info(log::kInit, "rank ", rank_, ": local rank ", local_rank, " of ", local_size, " on ",
+            Router::host_of(addresses_[static_cast<size_t>(rank_)]), "; NUMA ", place.numa,
+            place.gpu >= 0 ? str_cat(", GPU ", place.gpu) : std::string(),
+            place.nic.empty() ? std::string() : ", NIC " + place.nic, "; ", bound, " (topology: ", topology.source,
+            ")");
 }
 
 Communicator::~Communicator() {
@@ -99,9 +147,10 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   shape.chunk_bytes = chunk_bytes_;
   shape.send_offset = op.send_offset;
   shape.ring_order = ring_order_;
+  shape.spread_order = spread_order_;
   const algo::Algorithm& algorithm =
       op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm) : selector_->choose(shape);
-  auto plan = std::make_shared<const Plan>(algorithm.build(shape));
+  auto plan = std::make_shared<const Plan>(algo::build_schedule(algorithm, shape));
   // Large plans are cheap to build next to the data they move; caching them
   // all would hold memory for every size a program ever used.
   const size_t steps = plan->schedule.steps.size();

@@ -49,6 +49,10 @@ struct OpRequest {
 // ring order that crosses between nodes fewest times. Empty when that is
 // the launcher's order already.
 std::vector<int> ring_by_node(const std::vector<std::string>& addresses);
+// The ranks taking turns between nodes: the first of each node, then the
+// second of each, ...: the order in which halving-doubling's largest
+// exchanges (between the farthest positions) stay inside a node.
+std::vector<int> spread_over_nodes(const std::vector<std::string>& addresses);
 
 class Communicator {
  public:
@@ -93,6 +97,7 @@ class Communicator {
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
   void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs);
   void execute(std::vector<Job>& jobs);
+  void place_this_rank();
 
   int rank_;
   int nranks_;
@@ -104,7 +109,8 @@ class Communicator {
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;
   std::vector<std::string> addresses_;
-  std::vector<int> ring_order_;  // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
+  std::vector<int> ring_order_;    // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
+  std::vector<int> spread_order_;  // ranks taking turns between nodes; empty: launcher order
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;

@@ -35,6 +35,9 @@ const std::vector<Setting>& settings() {
       {"COLL_HOSTID", "string", "", "", "overrides this node's identity (emulated multi-node)"},
       {"COLL_NETNS_NODES", "string", "", "",
        "set by scripts/emulate-cluster.sh: the emulated nodes (netns:ip ...) that collrun --nodes places ranks on"},
+      {"COLL_BIND", "bool", "1", "",
+       "1: each rank's thread is pinned to its NUMA node's CPUs (its GPU's, or the node's NUMA nodes shared out), "
+       "within what the launcher allowed; 0: left as launched"},
       {"COLL_TOPO_AWARE", "bool", "1", "",
        "1: rings keep the ranks of a node together (fewest crossings between nodes); 0: launcher order"},
       {"COLL_TOPO_FILE", "string", "", "",

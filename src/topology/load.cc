@@ -4,6 +4,9 @@
 #include "core/error.h"
 #include "core/log.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,6 +39,30 @@ Topology load_configured() {
     log::info(log::kInit, "topology (", t.source, ") written to ", dump);
   }
   return t;
+}
+
+const Topology& node_topology() {
+  static const Topology topology = [] {
+    try {
+      return load_configured();
+    } catch (const Error& e) {
+      if (!config::get_string("COLL_TOPO_FILE").empty()) throw;
+      log::warn(log::kInit, "topology: ", e.what(), "; going on as one NUMA node");
+      Topology flat;
+      flat.source = "none (hwloc failed)";
+      Node machine;
+      const int root = flat.add(machine);
+      Node numa;
+      numa.kind = Kind::kNuma;
+      numa.parent = root;
+      numa.os_index = 0;
+      numa.cpuset = "0-" + std::to_string(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN) - 1));
+      flat.add(numa);
+      flat.finish();
+      return flat;
+    }
+  }();
+  return topology;
 }
 
 namespace {

@@ -20,6 +20,10 @@ Topology load_file(const std::string& path);
 // COLL_TOPO_FILE when set, else the live machine; writes the result to
 // COLL_TOPO_DUMP_FILE when that is set.
 Topology load_configured();
+// load_configured(), once per process (thread-safe). hwloc failing on the
+// live machine gives a topology of one NUMA node with every CPU, and a
+// warning; a bad COLL_TOPO_FILE is an error.
+const Topology& node_topology();
 
 // The graph in NCCL's topology format (what COLL_TOPO_DUMP_FILE holds), so
 // that both coll and NCCL can read it back. Host bridges and packages are

@@ -118,7 +118,8 @@ Schedule build(const Case& c, int r) {
   shape.send_offset = send_offset(c, r);
   shape.chunk_bytes = c.chunk_bytes;
   shape.ring_order = c.ring_order;
-  return find_algorithm(c.collective, c.algorithm).build(shape);
+  shape.spread_order = c.ring_order;  // any permutation: the schedules must be right in every order
+  return build_schedule(find_algorithm(c.collective, c.algorithm), shape);
 }
 
 std::vector<uint32_t> channel(const Schedule& s, bool sends, int peer) {
@@ -345,12 +346,12 @@ TEST(Schedules, EveryAlgorithmProducesEveryElementExactlyOnce) {
   }
 }
 
-// Rings in any order of ranks (the communicator groups them by node):
-// reversed, evens then odds (an interleaved launcher's placement regrouped),
-// rotated.
-TEST(Schedules, RingsInAnyRankOrderProduceEveryElementExactlyOnce) {
+// Rings and halving-doubling in any order of ranks (the communicator
+// groups them by node, or spreads them over nodes): reversed, evens then
+// odds (an interleaved launcher's placement regrouped), rotated.
+TEST(Schedules, InAnyRankOrderEveryElementArrivesExactlyOnce) {
   for (const Algorithm& a : all_algorithms()) {
-    if (skipped(a.collective) || std::string(a.name) != "ring") continue;
+    if (skipped(a.collective) || (std::string(a.name) != "ring" && std::string(a.name) != "halving_doubling")) continue;
     for (int n : {2, 3, 4, 5, 8}) {
       std::vector<int> reversed, interleaved, rotated;
       for (int r = n - 1; r >= 0; --r) reversed.push_back(r);

@@ -375,5 +375,17 @@ TEST(RingByNode, GroupsRanksByNodeKeepingLauncherOrderInside) {
   EXPECT_EQ(Router::host_of(address_on("node7")), "node7");
 }
 
+TEST(SpreadOverNodes, TakesTurnsBetweenNodes) {
+  // In blocks: ranks 0,1 on A; 2,3 on B -> A B A B.
+  EXPECT_EQ(spread_over_nodes({address_on("A"), address_on("A"), address_on("B"), address_on("B")}),
+            (std::vector<int>{0, 2, 1, 3}));
+  // Interleaved already takes turns; one node keeps launcher order.
+  EXPECT_TRUE(spread_over_nodes({address_on("A"), address_on("B"), address_on("A"), address_on("B")}).empty());
+  EXPECT_TRUE(spread_over_nodes({address_on("A"), address_on("A"), address_on("A")}).empty());
+  // Unequal nodes: 3 on A, 1 on B.
+  EXPECT_EQ(spread_over_nodes({address_on("A"), address_on("A"), address_on("A"), address_on("B")}),
+            (std::vector<int>{0, 3, 1, 2}));
+}
+
 }  // namespace
 }  // namespace coll
