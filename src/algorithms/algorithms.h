@@ -10,6 +10,9 @@ namespace coll::algo {
 
 // ring.cc
 Schedule ring_allreduce(const CollShape& shape);
+Schedule hierarchical_allreduce(const CollShape& shape);
+// Ranks per node when every node of shape.node_of has as many, else 0.
+int ranks_per_node(const CollShape& shape);
 Schedule ring_reduce_scatter(const CollShape& shape);
 Schedule ring_allgather(const CollShape& shape);
 Schedule ring_broadcast(const CollShape& shape);

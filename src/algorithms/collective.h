@@ -2,6 +2,7 @@
 // rank. Every algorithm is a pure function from this to a Schedule.
 #pragma once
 
+#include "algorithms/cost_model.h"
 #include "algorithms/schedule.h"
 
 #include <cstddef>
@@ -47,6 +48,12 @@ struct CollShape {
   // of each, ...; empty: launcher order), for algorithms whose largest
   // exchanges are between the farthest ranks: those then stay inside a node.
   std::vector<int> spread_order;
+  // Each rank's node, numbered from 0 (empty: all on one node), for the
+  // two-level algorithms.
+  std::vector<int> node_of;
+  // What a message costs inside a node (hierarchical algorithms; zero: as
+  // much as the slowest link, which the selector passes separately).
+  LinkModel node_link{};
 
   bool in_place() const { return send_offset.has_value(); }
   // Elements per pipelining chunk, at least one.

@@ -3,6 +3,7 @@
 // on their own and printable for teaching.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -62,6 +63,14 @@ inline Span chunk_span(const Span& span, size_t chunk, size_t c) {
 template <typename Fn>
 void for_each_chunk(const Span& span, size_t chunk, Fn&& fn) {
   for (size_t c = 0; c < chunk_count(span.count, chunk); ++c) fn(chunk_span(span, chunk, c));
+}
+
+// For every chunk index of the larger of two spans: fn(c) (a ring step
+// sends one block and receives another, which may differ by an element).
+template <typename Fn>
+void for_chunks(const Span& a, const Span& b, size_t chunk, Fn&& fn) {
+  size_t chunks = std::max(chunk_count(a.count, chunk), chunk_count(b.count, chunk));
+  for (size_t c = 0; c < chunks; ++c) fn(c);
 }
 
 }  // namespace coll::algo

@@ -28,17 +28,6 @@
 #include "algorithms/partition.h"
 
 namespace coll::algo {
-namespace {
-
-// For every chunk index of the larger of two spans: fn(c).
-template <typename Fn>
-void for_chunks(const Span& a, const Span& b, size_t chunk, Fn&& fn) {
-  size_t chunks = std::max(chunk_count(a.count, chunk), chunk_count(b.count, chunk));
-  for (size_t c = 0; c < chunks; ++c) fn(c);
-}
-
-}  // namespace
-
 Schedule ring_allreduce(const CollShape& shape) {
   const Ring ring(shape.rank, shape.nranks, shape.ring_order);
   const int n = shape.nranks, r = ring.position();

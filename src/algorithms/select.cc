@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace coll::algo {
@@ -38,6 +39,16 @@ double fold_extra(const CollShape& s, const LinkModel& m) {
 double ring_allreduce_cost(const CollShape& s, const LinkModel& m) {
   double n = s.nranks, S = bytes_of(s);
   return 2 * (n - 1) * us(m.alpha_us) + (n - 1) / n * S * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
+}
+// Inside nodes with shape.node_link (the slowest link when unset), between
+// them with m; infinite where it does not apply (one node, unequal nodes).
+double hierarchical_cost(const CollShape& s, const LinkModel& m) {
+  const int per_node = ranks_per_node(s);
+  if (s.node_of.empty() || per_node == 0 || per_node == s.nranks) return std::numeric_limits<double>::infinity();
+  const LinkModel& in = s.node_link.alpha_us > 0 ? s.node_link : m;
+  double L = per_node, N = s.nranks / per_node, S = bytes_of(s);
+  return 2 * (L - 1) * us(in.alpha_us) + (L - 1) / L * S * (2 * ns(in.beta_ns_per_byte) + ns(in.gamma_ns_per_byte)) +
+         2 * (N - 1) * us(m.alpha_us) + (N - 1) / N * S / L * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
 }
 double ring_rs_cost(const CollShape& s, const LinkModel& m) {
   double n = s.nranks, S = bytes_of(s);
@@ -128,6 +139,7 @@ const std::vector<Algorithm>& all_algorithms() {
       {"halving_doubling", Collective::kAllreduce, halving_doubling_allreduce, hd_cost},
       {"recursive_doubling", Collective::kAllreduce, recursive_doubling_allreduce, rd_cost},
       {"direct", Collective::kAllreduce, direct_allreduce, direct_allreduce_cost},
+      {"hierarchical", Collective::kAllreduce, hierarchical_allreduce, hierarchical_cost},
       {"ring", Collective::kBroadcast, ring_broadcast, ring_bcast_cost},
       {"tree", Collective::kBroadcast, tree_broadcast, tree_bcast_cost},
       {"tree", Collective::kReduce, tree_reduce, tree_reduce_cost},

@@ -12,6 +12,29 @@
 
 namespace coll {
 
+namespace {
+
+// The ranks of each node (nodes in the order of their first rank).
+std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addresses) {
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> members;
+  for (int r = 0; r < static_cast<int>(addresses.size()); ++r) {
+    const std::string host = Router::host_of(addresses[static_cast<size_t>(r)]);
+    size_t h = static_cast<size_t>(std::find(hosts.begin(), hosts.end(), host) - hosts.begin());
+    if (h == hosts.size()) hosts.push_back(host), members.emplace_back();
+    members[h].push_back(r);
+  }
+  return members;
+}
+
+std::vector<int> unless_identity(std::vector<int> order) {
+  for (int r = 0; r < static_cast<int>(order.size()); ++r)
+    if (order[static_cast<size_t>(r)] != r) return order;
+  return {};
+}
+
+}  // namespace
+
 Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix)
     : rank_(rank), nranks_(nranks), prefix_(std::move(prefix)), id_(id), counters_(nranks) {
   if (prefix_.empty()) log::set_rank(rank);
@@ -46,6 +69,15 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     ring_order_ = ring_by_node(addresses_);
     spread_order_ = spread_over_nodes(addresses_);
   }
+  const auto nodes = ranks_by_node(addresses_);
+  if (nodes.size() > 1) {
+    node_of_.assign(static_cast<size_t>(nranks_), 0);
+    for (size_t n = 0; n < nodes.size(); ++n)
+      for (int r : nodes[n]) node_of_[static_cast<size_t>(r)] = static_cast<int>(n);
+    for (int r : nodes[static_cast<size_t>(node_of_[static_cast<size_t>(rank_)])])
+      if (r != rank_)
+        node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]));
+  }
   if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
   if (nranks_ > 1) {
     algo::Ring ring(rank_, nranks_, ring_order_);
@@ -55,29 +87,6 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
             prefix_.empty() ? "" : ")", " joined (store ", id.store_address, ", transports ",
             transport_->local_address(), ")");
 }
-
-namespace {
-
-// The ranks of each node (nodes in the order of their first rank).
-std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addresses) {
-  std::vector<std::string> hosts;
-  std::vector<std::vector<int>> members;
-  for (int r = 0; r < static_cast<int>(addresses.size()); ++r) {
-    const std::string host = Router::host_of(addresses[static_cast<size_t>(r)]);
-    size_t h = static_cast<size_t>(std::find(hosts.begin(), hosts.end(), host) - hosts.begin());
-    if (h == hosts.size()) hosts.push_back(host), members.emplace_back();
-    members[h].push_back(r);
-  }
-  return members;
-}
-
-std::vector<int> unless_identity(std::vector<int> order) {
-  for (int r = 0; r < static_cast<int>(order.size()); ++r)
-    if (order[static_cast<size_t>(r)] != r) return order;
-  return {};
-}
-
-}  // namespace
 
 // A ring in this order crosses between nodes once per node whatever order
 // the launcher chose; an interleaved placement in launcher order would
@@ -148,6 +157,8 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   shape.send_offset = op.send_offset;
   shape.ring_order = ring_order_;
   shape.spread_order = spread_order_;
+  shape.node_of = node_of_;
+  shape.node_link = node_link_;
   const algo::Algorithm& algorithm =
       op.algorithm != nullptr ? algo::find_algorithm(op.collective, op.algorithm) : selector_->choose(shape);
   auto plan = std::make_shared<const Plan>(algo::build_schedule(algorithm, shape));

@@ -111,6 +111,8 @@ class Communicator {
   std::vector<std::string> addresses_;
   std::vector<int> ring_order_;    // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
   std::vector<int> spread_order_;  // ranks taking turns between nodes; empty: launcher order
+  std::vector<int> node_of_;       // each rank's node (0, 1, ...); empty: one node
+  algo::LinkModel node_link_{};    // the cost of a message inside a node, when there are several
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;

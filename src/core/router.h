@@ -36,6 +36,10 @@ class Router final : public transport::Transport {
   // The slowest transport any pair of ranks will use: the last, in
   // preference order, that some peer needs ("shm" when all share this node).
   std::string slowest_for(const std::vector<std::string>& addresses) const;
+  // The transport that would carry messages to `peer` at `address`.
+  std::string transport_for(int peer, const std::string& address) const {
+    return transports_[choose(peer, address)]->capabilities().name;
+  }
 
  private:
   size_t choose(int peer, const std::string& address) const;

@@ -110,6 +110,35 @@ INSTANTIATE_TEST_SUITE_P(Tcp, AllreduceMatrix,
                                             ::testing::Values(2, 3, 8), ::testing::Values("tcp")),
                          matrix_name);
 
+// Ranks on several nodes (COLL_HOSTID = host<rank mod nodes>, the nodes
+// interleaved as an unhelpful launcher would): shared memory inside a
+// node, TCP between nodes over loopback. The rings grouped by node,
+// halving-doubling spread over the nodes (5 ranks: unequal nodes), the
+// hierarchical allreduce on 2 and 3 nodes, and the cost model's choice.
+using AlgoNodes = std::tuple<std::string, int, int>;  // algorithm, ranks, nodes
+class AllreduceOnNodes : public ::testing::TestWithParam<AlgoNodes> {};
+
+TEST_P(AllreduceOnNodes, ExactForEveryDtypeOpCountAndPlacement) {
+  const auto& [algorithm, nranks, nodes] = GetParam();
+  RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}}, .hosts = nodes};
+  if (algorithm != "auto") options.env["COLL_ALGO"] = algorithm;
+  run_ranks(
+      nranks,
+      [&](int rank, int n, const coll_unique_id_t& id) {
+        full_matrix(rank, n, id, {0, 1, 7, 1023, 1048579});
+      },
+      options);
+}
+
+INSTANTIATE_TEST_SUITE_P(Nodes, AllreduceOnNodes,
+                         ::testing::Values(AlgoNodes{"hierarchical", 4, 2}, AlgoNodes{"hierarchical", 6, 3},
+                                           AlgoNodes{"ring", 4, 2}, AlgoNodes{"halving_doubling", 5, 2},
+                                           AlgoNodes{"auto", 4, 2}),
+                         [](const ::testing::TestParamInfo<AlgoNodes>& info) {
+                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks_" +
+                                  std::to_string(std::get<2>(info.param)) + "nodes";
+                         });
+
 // Small chunks: many chunks per block, so the pipeline (a chunk of step s+1
 // leaving while step s is still arriving) and the staging pool are exercised.
 class AllreducePipelined : public ::testing::TestWithParam<AlgoRanks> {};

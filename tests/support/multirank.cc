@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -74,6 +75,7 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
         _exit(5);
       }
       for (const auto& [k, v] : options.env) setenv(k.c_str(), v.c_str(), 1);
+      if (options.hosts > 0) setenv("COLL_HOSTID", ("host" + std::to_string(rank % options.hosts)).c_str(), 1);
       int code = 0;
       try {
         if (rank == 0) {

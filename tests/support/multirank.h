@@ -23,6 +23,7 @@ struct RankOptions {
   std::map<std::string, std::string> env;  // set in every rank before the body runs
   int absent_rank = -1;                    // this rank is not started (it "never arrives")
   int killed_rank = -1;                    // this rank is expected to die by SIGKILL
+  int hosts = 0;  // > 0: rank r acts as node "host<r mod hosts>" (COLL_HOSTID): shm inside, TCP between
 };
 
 // Runs `body` in `nranks` processes; asserts (gtest) each exited cleanly.

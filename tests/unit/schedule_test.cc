@@ -49,6 +49,7 @@ struct Case {
   bool average;
   int root;
   std::vector<int> ring_order = {};  // empty: 0..n-1
+  std::vector<int> node_of = {};     // empty: one node
 };
 
 std::string name(const Case& c) {
@@ -119,6 +120,7 @@ Schedule build(const Case& c, int r) {
   shape.chunk_bytes = c.chunk_bytes;
   shape.ring_order = c.ring_order;
   shape.spread_order = c.ring_order;  // any permutation: the schedules must be right in every order
+  shape.node_of = c.node_of;
   return build_schedule(find_algorithm(c.collective, c.algorithm), shape);
 }
 
@@ -370,6 +372,40 @@ TEST(Schedules, InAnyRankOrderEveryElementArrivesExactlyOnce) {
             }
     }
   }
+}
+
+// The hierarchical allreduce on nodes in blocks, interleaved, of 1 rank,
+// of all ranks, and unequal (where it is the ring).
+TEST(Schedules, HierarchicalOnEveryNodeLayout) {
+  const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1},
+                                                 {0, 1, 0, 1},
+                                                 {0, 1, 2, 3},
+                                                 {0, 0, 0, 0},
+                                                 {0, 0, 1, 1, 2, 2},
+                                                 {0, 1, 2, 0, 1, 2},
+                                                 {0, 0, 0, 1, 1, 1, 2, 2, 2},
+                                                 {0, 0, 0, 1, 1},
+                                                 {0, 1, 1, 0, 2, 3, 3, 2}};
+  for (const auto& nodes : layouts) {
+    const int n = static_cast<int>(nodes.size());
+    for (size_t count : {size_t{0}, size_t{1}, size_t{5}, size_t(n + 1), size_t{37}})
+      for (size_t chunk : {kEs, 3 * kEs, size_t{1} << 20})
+        for (bool in_place : {false, true})
+          for (bool avg : {false, true}) {
+            Case c{Collective::kAllreduce, "hierarchical", n, count, chunk, in_place, avg, 0, {}, nodes};
+            simulate(c);
+            check_no_races(c);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+  }
+  CollShape shape{Collective::kAllreduce, 0, 4, 1 << 20, 4};
+  shape.node_of = {0, 1, 0, 1};
+  EXPECT_EQ(ranks_per_node(shape), 2);
+  Schedule s = hierarchical_allreduce(shape);
+  EXPECT_EQ(s.peers(), (std::vector<int>{1, 2})) << "its node's other rank and its rail's";
+  shape.node_of = {0, 0, 0, 1};
+  EXPECT_EQ(ranks_per_node(shape), 0);
+  EXPECT_EQ(hierarchical_allreduce(shape).algorithm, "ring") << "unequal nodes have no rails";
 }
 
 TEST(Schedules, DependenciesOrderEveryConflictingAccess) {
