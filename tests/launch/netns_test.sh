@@ -2,8 +2,9 @@
 # The emulated cluster (scripts/emulate-cluster.sh): 2 network namespaces as
 # nodes, ranks placed on them interleaved (rank r on node r mod 2), shared
 # memory inside a node and TCP between nodes. coll_perf checks every
-# collective exactly through collrun --nodes; then the allreduce matrix runs
-# with its ranks spread over the nodes. Skips (77) without root or ip.
+# collective exactly through collrun --nodes; then allreduce matrices run
+# with their ranks spread over the nodes (the hierarchical one included).
+# Skips (77) without root or ip.
 set -euo pipefail
 build=$1 source=$2
 emulate=$source/scripts/emulate-cluster.sh
@@ -24,7 +25,7 @@ fi
 [ "$probe" -eq 0 ] || fail "emulate-cluster.sh -k 1 -- true exited $probe"
 
 echo "== collrun --nodes 2, interleaved, 1 Gbit/s links: every collective exact"
-for setting in "" "COLL_TOPO_AWARE=0 COLL_ALGO=ring" "COLL_ALGO=ring" "COLL_ALGO=tree"; do
+for setting in "" "COLL_TOPO_AWARE=0 COLL_ALGO=ring" "COLL_ALGO=ring" "COLL_ALGO=tree" "COLL_ALGO=hierarchical"; do
   out=$(env $setting "$emulate" -k 2 -r 1gbit -- "$collrun" --nodes 2 --placement cyclic -n 4 \
           "$perf" -b 4 -e 1M -f 32 -n 2 -w 1 2>&1) || fail "allreduce ($setting): $out"
   check_ok "$out" "allreduce ($setting)"
@@ -44,6 +45,6 @@ grep -q "emulate-cluster.sh" <<<"$out" || fail "no hint at emulate-cluster.sh: $
 
 echo "== the allreduce matrix, ranks spread over 2 nodes"
 "$emulate" -k 2 -r none -- "$build/tests/allreduce_test" \
-  --gtest_filter='Shm/AllreduceMatrix.*/ring_4ranks_shm:Shm/AllreduceMatrix.*/auto_4ranks_shm:Shm/AllreduceMatrix.*/auto_3ranks_shm:Shm/AllreduceMatrix.*/halving_doubling_5ranks_shm' \
+  --gtest_filter='Shm/AllreduceMatrix.*/ring_4ranks_shm:Shm/AllreduceMatrix.*/auto_3ranks_shm:Shm/AllreduceMatrix.*/halving_doubling_5ranks_shm:Nodes/AllreduceOnNodes.*/hierarchical_4ranks_2nodes' \
   || fail "allreduce matrix on the emulated cluster"
 echo "netns_test: OK"
