@@ -9,38 +9,23 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 namespace coll::topo {
 namespace {
 
-// "0-5,48-53" -> a cpu_set_t; CPUs beyond CPU_SETSIZE are ignored.
-cpu_set_t parse_list(const std::string& list) {
+cpu_set_t to_cpu_set(const std::string& list) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  std::stringstream in(list);
-  std::string range;
-  while (std::getline(in, range, ',')) {
-    if (range.empty()) continue;
-    const size_t dash = range.find('-');
-    long first = std::atol(range.c_str()),
-         last = dash == std::string::npos ? first : std::atol(range.c_str() + dash + 1);
-    for (long cpu = first; cpu <= last && cpu >= 0 && cpu < CPU_SETSIZE; ++cpu) CPU_SET(static_cast<int>(cpu), &set);
-  }
+  const std::vector<bool> cpus = parse_cpu_list(list);
+  for (size_t cpu = 0; cpu < cpus.size() && cpu < CPU_SETSIZE; ++cpu)
+    if (cpus[cpu]) CPU_SET(cpu, &set);
   return set;
 }
 
 std::string to_list(const cpu_set_t& set) {
-  std::string out;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &set) || (cpu > 0 && CPU_ISSET(cpu - 1, &set))) continue;
-    int last = cpu;
-    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpu);
-    if (last > cpu) out += '-' + std::to_string(last);
-  }
-  return out;
+  std::vector<bool> cpus(CPU_SETSIZE, false);
+  for (size_t cpu = 0; cpu < CPU_SETSIZE; ++cpu) cpus[cpu] = CPU_ISSET(cpu, &set);
+  return cpu_list(cpus);
 }
 
 }  // namespace
@@ -66,7 +51,7 @@ Placement place(const Topology& t, int local_rank, int local_size) {
     cpu_set_t all;
     CPU_ZERO(&all);
     for (size_t k = first; k < last && k < n; ++k) {
-      cpu_set_t one = parse_list(t.nodes[static_cast<size_t>(t.numas[k])].cpuset);
+      cpu_set_t one = to_cpu_set(t.nodes[static_cast<size_t>(t.numas[k])].cpuset);
       CPU_OR(&all, &all, &one);
     }
     p.numa = t.nodes[static_cast<size_t>(t.numas[first])].os_index;
@@ -85,7 +70,7 @@ std::string bind_to(const Placement& p) {
   cpu_set_t now;
   if (sched_getaffinity(0, sizeof(now), &now) != 0)
     return str_cat("not bound: sched_getaffinity: ", std::strerror(errno));
-  cpu_set_t want = parse_list(p.cpus), both;
+  cpu_set_t want = to_cpu_set(p.cpus), both;
   CPU_AND(&both, &want, &now);
   if (CPU_COUNT(&both) == 0)
     return str_cat("not bound: NUMA ", p.numa, "'s CPUs ", p.cpus, " are not among those allowed (", to_list(now), ")");

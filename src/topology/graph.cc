@@ -1,7 +1,9 @@
 #include "topology/graph.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <tuple>
 
 namespace coll::topo {
@@ -25,6 +27,39 @@ bool PciAddress::parse(const std::string& text, PciAddress* out) {
   if (!ok || a.domain > 0xffff || a.bus > 0xff || a.device > 0x1f || a.function > 7) return false;
   *out = a;
   return true;
+}
+
+std::vector<bool> parse_cpu_list(const std::string& list) {
+  std::vector<bool> cpus;
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string range = list.substr(start, comma - start);
+    start = comma + 1;
+    if (range.empty() || !std::isdigit(static_cast<unsigned char>(range[0]))) continue;
+    const size_t dash = range.find('-');
+    const long first = std::atol(range.c_str()),
+               last = dash == std::string::npos ? first : std::atol(range.c_str() + dash + 1);
+    for (long cpu = first; cpu <= last && cpu < 65536; ++cpu) {
+      if (static_cast<size_t>(cpu) >= cpus.size()) cpus.resize(static_cast<size_t>(cpu) + 1, false);
+      cpus[static_cast<size_t>(cpu)] = true;
+    }
+  }
+  return cpus;
+}
+
+std::string cpu_list(const std::vector<bool>& cpus) {
+  std::string out;
+  for (size_t cpu = 0; cpu < cpus.size(); ++cpu) {
+    if (!cpus[cpu] || (cpu > 0 && cpus[cpu - 1])) continue;
+    size_t last = cpu;
+    while (last + 1 < cpus.size() && cpus[last + 1]) ++last;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpu);
+    if (last > cpu) out += '-', out += std::to_string(last);
+  }
+  return out;
 }
 
 const char* kind_name(Kind kind) {

@@ -24,6 +24,11 @@ struct PciAddress {
   auto operator<=>(const PciAddress&) const = default;
 };
 
+// CPU sets as the OS lists them ("0-5,48-53") and as flags (cpus[i]: CPU i
+// is in the set). Parsing ignores malformed ranges and CPUs past 65535.
+std::vector<bool> parse_cpu_list(const std::string& list);
+std::string cpu_list(const std::vector<bool>& cpus);
+
 enum class Kind {
   kMachine,
   kPackage,

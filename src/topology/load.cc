@@ -69,19 +69,10 @@ namespace {
 
 // "0-5,48-53" -> "003f0000,0000003f" (NCCL's affinity: 32-bit words, most significant first).
 std::string list_to_affinity(const std::string& list) {
-  std::vector<uint32_t> words(1, 0);
-  std::stringstream in(list);
-  std::string range;
-  while (std::getline(in, range, ',')) {
-    if (range.empty()) continue;
-    const size_t dash = range.find('-');
-    const long first = std::atol(range.c_str()),
-               last = dash == std::string::npos ? first : std::atol(range.c_str() + dash + 1);
-    for (long cpu = first; cpu <= last && cpu >= 0 && cpu < 65536; ++cpu) {
-      if (static_cast<size_t>(cpu / 32) >= words.size()) words.resize(static_cast<size_t>(cpu / 32) + 1, 0);
-      words[static_cast<size_t>(cpu / 32)] |= 1u << (cpu % 32);
-    }
-  }
+  const std::vector<bool> cpus = parse_cpu_list(list);
+  std::vector<uint32_t> words((cpus.size() + 31) / 32 + (cpus.empty() ? 1 : 0), 0);
+  for (size_t cpu = 0; cpu < cpus.size(); ++cpu)
+    if (cpus[cpu]) words[cpu / 32] |= 1u << (cpu % 32);
   std::string out;
   for (size_t i = words.size(); i-- > 0;) {
     char word[16];

@@ -47,7 +47,7 @@ uint32_t hex(const std::string& text) {
 
 // "0000ffff,ffffffff" (32-bit words, most significant first) -> "0-47".
 std::string affinity_to_list(const std::string& mask) {
-  std::vector<uint32_t> words;
+  std::vector<uint32_t> words;  // least significant first
   size_t start = 0;
   while (start <= mask.size()) {
     size_t comma = mask.find(',', start);
@@ -55,20 +55,9 @@ std::string affinity_to_list(const std::string& mask) {
     words.insert(words.begin(), hex(mask.substr(start, comma - start)));
     start = comma + 1;
   }
-  std::string out;
-  int run_start = -1;
-  const int bits = static_cast<int>(words.size()) * 32;
-  for (int cpu = 0; cpu <= bits; ++cpu) {
-    bool set = cpu < bits && (words[static_cast<size_t>(cpu / 32)] >> (cpu % 32)) & 1u;
-    if (set && run_start < 0) run_start = cpu;
-    if (!set && run_start >= 0) {
-      if (!out.empty()) out += ',';
-      out += std::to_string(run_start);
-      if (cpu - 1 > run_start) out += '-', out += std::to_string(cpu - 1);
-      run_start = -1;
-    }
-  }
-  return out;
+  std::vector<bool> cpus(words.size() * 32, false);
+  for (size_t cpu = 0; cpu < cpus.size(); ++cpu) cpus[cpu] = (words[cpu / 32] >> (cpu % 32)) & 1u;
+  return cpu_list(cpus);
 }
 
 // "16.0 GT/s PCIe" and a width of 16 -> GB/s of payload, one direction.

@@ -53,6 +53,15 @@ TEST(PciAddress, ParsesPrintsAndOrdersLikeCuda) {
     EXPECT_FALSE(PciAddress::parse(bad, &a)) << bad;
 }
 
+TEST(CpuList, ParsesAndPrintsTheOsForm) {
+  EXPECT_EQ(cpu_list(parse_cpu_list("0-5,48-53")), "0-5,48-53");
+  EXPECT_EQ(cpu_list(parse_cpu_list("3,1,2,7")), "1-3,7");
+  EXPECT_EQ(cpu_list(parse_cpu_list("")), "");
+  EXPECT_EQ(cpu_list(parse_cpu_list("x,4")), "4");
+  std::vector<bool> two = parse_cpu_list("1");
+  EXPECT_EQ(two, (std::vector<bool>{false, true}));
+}
+
 TEST(HwlocXml, SyntheticTwoSocketNode) {
   Topology t = load_file(kData + "two-socket-gpu.xml");
   EXPECT_EQ(t.packages.size(), 2u);
