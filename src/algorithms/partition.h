@@ -84,10 +84,12 @@ inline int power_of_two_floor(int n) {
   return p;
 }
 
-// A node's links in a binary tree; -1 where there is none.
+// A node's links in a tree; -1 where there is none. Binary trees use two
+// children; a node's head in a tree over nodes (node_tree) has a third, the
+// next rank of its chain.
 struct TreeLinks {
   int parent = -1;
-  int children[2] = {-1, -1};
+  int children[3] = {-1, -1, -1};
 };
 
 // The in-order binary tree on positions 1..n: a position's height is its
@@ -129,7 +131,37 @@ inline TreeLinks double_tree(int n, int v, int which) {
   auto to_tree = [&](int u) { return n % 2 == 0 ? n - 1 - u : wrap(u - 1, n); };
   auto from_tree = [&](int u) { return u < 0 ? -1 : (n % 2 == 0 ? n - 1 - u : wrap(u + 1, n)); };
   TreeLinks t = inorder_tree(n, to_tree(v));
-  return TreeLinks{from_tree(t.parent), {from_tree(t.children[0]), from_tree(t.children[1])}};
+  return TreeLinks{from_tree(t.parent), {from_tree(t.children[0]), from_tree(t.children[1]), -1}};
+}
+
+// The double binary tree across nodes with a chain inside each node (the
+// shape NCCL's trees take on several nodes): tree `which` of the double
+// tree joins the nodes; inside a node the ranks form a chain whose head
+// links to the heads of the parent and child nodes. Tree 0's chains run in
+// rank order and tree 1's in reverse, so that no rank heads both.
+// node_of[r] numbers each rank's node from 0. Returns rank r's links, as ranks.
+inline TreeLinks node_tree(const std::vector<int>& node_of, int r, int which) {
+  int nodes = 0;
+  for (int node : node_of) nodes = std::max(nodes, node + 1);
+  std::vector<std::vector<int>> chain(static_cast<size_t>(nodes));
+  for (int q = 0; q < static_cast<int>(node_of.size()); ++q)
+    chain[static_cast<size_t>(node_of[static_cast<size_t>(q)])].push_back(q);
+  if (which == 1)
+    for (auto& c : chain) std::reverse(c.begin(), c.end());
+  const auto& mine = chain[static_cast<size_t>(node_of[static_cast<size_t>(r)])];
+  const size_t at = static_cast<size_t>(std::find(mine.begin(), mine.end(), r) - mine.begin());
+  TreeLinks t;
+  if (at + 1 < mine.size()) t.children[2] = mine[at + 1];
+  if (at > 0) {
+    t.parent = mine[at - 1];
+    return t;
+  }
+  const TreeLinks across = double_tree(nodes, node_of[static_cast<size_t>(r)], which);
+  auto head = [&](int node) { return node < 0 ? -1 : chain[static_cast<size_t>(node)].front(); };
+  t.parent = head(across.parent);
+  t.children[0] = head(across.children[0]);
+  t.children[1] = head(across.children[1]);
+  return t;
 }
 
 }  // namespace coll::algo

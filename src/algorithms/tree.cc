@@ -10,6 +10,9 @@
 //     receives and reduces its children's chunks, then sends to its parent.
 //   broadcast, per chunk: receive from the parent, send to the children.
 //   allreduce = reduce to each tree's root, [AVG: the root divides], broadcast.
+// On ranks of several nodes the allreduce's trees join the nodes, with a
+// chain inside each node (partition.h: node_tree): each tree crosses
+// between nodes only along its edges between nodes.
 // For reduce and broadcast with a root, trees are laid over virtual ranks
 // v = (rank - root) mod n, and each tree's root exchanges its half with v = 0
 // (the real root) when it is not v = 0 itself: one extra hop.
@@ -59,6 +62,11 @@ Schedule tree_allreduce(const CollShape& shape) {
   const size_t es = shape.elem_size, chunk = shape.chunk_elems();
   ScheduleBuilder b("tree", es, shape.send_offset);
   if (nothing_to_move(b, shape)) return b.finish();
+  const bool across_nodes = shape.node_of.size() == static_cast<size_t>(n) &&
+                            *std::max_element(shape.node_of.begin(), shape.node_of.end()) > 0;
+  auto double_tree = [&](int, int rank, int which) {
+    return across_nodes ? node_tree(shape.node_of, rank, which) : algo::double_tree(n, rank, which);
+  };
   // Up both trees first, then down both: every rank enumerates messages in
   // this one order, which is how the two ends of each pair agree.
   for (int which = 0; which < 2; ++which) {

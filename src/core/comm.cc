@@ -70,7 +70,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     spread_order_ = spread_over_nodes(addresses_);
   }
   const auto nodes = ranks_by_node(addresses_);
-  if (nodes.size() > 1) {
+  if (nodes.size() > 1 && config::get_bool("COLL_TOPO_AWARE")) {
     node_of_.assign(static_cast<size_t>(nranks_), 0);
     for (size_t n = 0; n < nodes.size(); ++n)
       for (int r : nodes[n]) node_of_[static_cast<size_t>(r)] = static_cast<int>(n);

@@ -39,7 +39,8 @@ const std::vector<Setting>& settings() {
        "1: each rank's thread is pinned to its NUMA node's CPUs (its GPU's, or the node's NUMA nodes shared out), "
        "within what the launcher allowed; 0: left as launched"},
       {"COLL_TOPO_AWARE", "bool", "1", "",
-       "1: rings keep the ranks of a node together (fewest crossings between nodes); 0: launcher order"},
+       "1: algorithms see the nodes (rings and trees keep a node's ranks together, halving-doubling pairs "
+       "them first, the hierarchical allreduce is possible); 0: one flat set of ranks in launcher order"},
       {"COLL_TOPO_FILE", "string", "", "",
        "the node's topology from a file instead of hwloc: an hwloc XML export or an NCCL topology file"},
       {"COLL_TOPO_DUMP_FILE", "string", "", "", "writes the topology coll found, in NCCL's topology format"},

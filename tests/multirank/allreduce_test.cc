@@ -114,7 +114,8 @@ INSTANTIATE_TEST_SUITE_P(Tcp, AllreduceMatrix,
 // interleaved as an unhelpful launcher would): shared memory inside a
 // node, TCP between nodes over loopback. The rings grouped by node,
 // halving-doubling spread over the nodes (5 ranks: unequal nodes), the
-// hierarchical allreduce on 2 and 3 nodes, and the cost model's choice.
+// hierarchical allreduce on 2 and 3 nodes, the tree across nodes with
+// chains inside, and the cost model's choice.
 using AlgoNodes = std::tuple<std::string, int, int>;  // algorithm, ranks, nodes
 class AllreduceOnNodes : public ::testing::TestWithParam<AlgoNodes> {};
 
@@ -132,8 +133,8 @@ TEST_P(AllreduceOnNodes, ExactForEveryDtypeOpCountAndPlacement) {
 
 INSTANTIATE_TEST_SUITE_P(Nodes, AllreduceOnNodes,
                          ::testing::Values(AlgoNodes{"hierarchical", 4, 2}, AlgoNodes{"hierarchical", 6, 3},
-                                           AlgoNodes{"ring", 4, 2}, AlgoNodes{"halving_doubling", 5, 2},
-                                           AlgoNodes{"auto", 4, 2}),
+                                           AlgoNodes{"ring", 4, 2}, AlgoNodes{"tree", 6, 2},
+                                           AlgoNodes{"halving_doubling", 5, 2}, AlgoNodes{"auto", 4, 2}),
                          [](const ::testing::TestParamInfo<AlgoNodes>& info) {
                            return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks_" +
                                   std::to_string(std::get<2>(info.param)) + "nodes";

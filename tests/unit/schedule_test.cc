@@ -374,9 +374,10 @@ TEST(Schedules, InAnyRankOrderEveryElementArrivesExactlyOnce) {
   }
 }
 
-// The hierarchical allreduce on nodes in blocks, interleaved, of 1 rank,
-// of all ranks, and unequal (where it is the ring).
-TEST(Schedules, HierarchicalOnEveryNodeLayout) {
+// The hierarchical allreduce and the tree across nodes (chains inside) on
+// nodes in blocks, interleaved, of 1 rank, of all ranks, and unequal
+// (where the hierarchical one is the ring).
+TEST(Schedules, HierarchicalAndTreeOnEveryNodeLayout) {
   const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1},
                                                  {0, 1, 0, 1},
                                                  {0, 1, 2, 3},
@@ -391,12 +392,13 @@ TEST(Schedules, HierarchicalOnEveryNodeLayout) {
     for (size_t count : {size_t{0}, size_t{1}, size_t{5}, size_t(n + 1), size_t{37}})
       for (size_t chunk : {kEs, 3 * kEs, size_t{1} << 20})
         for (bool in_place : {false, true})
-          for (bool avg : {false, true}) {
-            Case c{Collective::kAllreduce, "hierarchical", n, count, chunk, in_place, avg, 0, {}, nodes};
-            simulate(c);
-            check_no_races(c);
-            if (::testing::Test::HasFatalFailure()) return;
-          }
+          for (bool avg : {false, true})
+            for (const char* algorithm : {"hierarchical", "tree"}) {
+              Case c{Collective::kAllreduce, algorithm, n, count, chunk, in_place, avg, 0, {}, nodes};
+              simulate(c);
+              check_no_races(c);
+              if (::testing::Test::HasFatalFailure()) return;
+            }
   }
   CollShape shape{Collective::kAllreduce, 0, 4, 1 << 20, 4};
   shape.node_of = {0, 1, 0, 1};
@@ -485,6 +487,44 @@ TEST(Partition, BlocksCoverTheBufferAndDifferByAtMostOne) {
 
 // The double binary tree: each tree spans all ranks, parent and child links
 // agree, and no rank is an inner node of both trees (Sanders et al.).
+// Trees across nodes: each is a tree over all ranks (every rank reaches the
+// root, parents and children agree), a node's ranks form a chain, and only
+// chain heads have links to other nodes.
+TEST(Partition, NodeTreesAreTreesWithChainsInsideNodes) {
+  const std::vector<std::vector<int>> layouts = {
+      {0, 0, 1, 1}, {0, 1, 0, 1}, {0, 0, 0, 1, 1, 1, 2, 2, 2}, {0, 1, 2, 3, 4}, {0, 0, 0, 1, 1}};
+  for (const auto& nodes : layouts) {
+    const int n = static_cast<int>(nodes.size());
+    for (int which = 0; which < 2; ++which) {
+      int roots = 0;
+      for (int r = 0; r < n; ++r) {
+        TreeLinks t = node_tree(nodes, r, which);
+        if (t.parent < 0)
+          ++roots;
+        else {
+          TreeLinks p = node_tree(nodes, t.parent, which);
+          EXPECT_TRUE(std::count(std::begin(p.children), std::end(p.children), r) == 1)
+              << "rank " << r << "'s parent " << t.parent << " does not list it (tree " << which << ")";
+        }
+        int crossing = 0;
+        for (int link : {t.parent, t.children[0], t.children[1], t.children[2]})
+          crossing += link >= 0 && nodes[static_cast<size_t>(link)] != nodes[static_cast<size_t>(r)];
+        if (crossing > 0) {
+          int first = -1;  // the head: first of its node in chain order
+          for (int q = 0; q < n; ++q)
+            if (nodes[static_cast<size_t>(q)] == nodes[static_cast<size_t>(r)] && (first < 0 || which == 1)) first = q;
+          EXPECT_EQ(r, first) << "only a chain's head links to other nodes (tree " << which << ")";
+        }
+        int depth = 0;  // reaches the root
+        for (int q = r; node_tree(nodes, q, which).parent >= 0 && depth <= n; ++depth)
+          q = node_tree(nodes, q, which).parent;
+        EXPECT_LE(depth, n) << "rank " << r << " is in a cycle";
+      }
+      EXPECT_EQ(roots, 1);
+    }
+  }
+}
+
 TEST(Partition, DoubleBinaryTreesAreTreesWithDisjointInnerNodes) {
   for (int n = 1; n <= 40; ++n) {
     for (int which = 0; which < 2; ++which) {
