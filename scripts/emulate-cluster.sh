@@ -10,7 +10,8 @@
 #   scripts/emulate-cluster.sh [-k K] [-r RATE] [-d DELAY] -- COMMAND [ARGS...]
 #     -k K      nodes (default 2)
 #     -r RATE   each node's link, tc syntax (default 1gbit; "none": unlimited)
-#     -d DELAY  added one-way latency per link, tc netem syntax (default: none)
+#     -d DELAY  added one-way latency per link, tc netem syntax (default: none;
+#               needs the sch_netem kernel module, which the development VM lacks)
 #
 #   scripts/emulate-cluster.sh -k 2 -r 1gbit -- \
 #     build/tools/collrun --nodes 2 --placement cyclic -n 4 build/bench/coll_perf -b 64M -e 64M
@@ -41,29 +42,46 @@ fi
 
 # Names unique to this run, so that runs side by side do not collide
 # (interface names have at most 15 characters).
-id=$(( $$ % 100000 ))
-subnet="10.77.$(( $$ % 250 + 1 ))"
+id=$(( ($$ * 32768 + RANDOM) % 100000 ))
+subnet="10.77.$(( id % 250 + 1 ))"
 switch="cesw$id"
 created=()
+child=0
+# Ends what still runs inside the namespaces (a namespace with a process in
+# it outlives its name), then deletes them: their veths and qdiscs go too.
 cleanup() {
-  local ns
-  for ns in "${created[@]}"; do ip netns del "$ns" 2> /dev/null || true; done
+  local ns pid
+  if [ "$child" -gt 0 ]; then kill -TERM "$child" 2> /dev/null || true; fi
+  for ns in "${created[@]+"${created[@]}"}"; do
+    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -KILL "$pid" 2> /dev/null || true; done
+    ip netns del "$ns" 2> /dev/null || true
+  done
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 limit() {  # limit NS DEV: the rate (tbf) and delay (netem) on DEV's egress
   local ns=$1 dev=$2
   if [ -n "$delay" ]; then
-    ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: netem delay "$delay"
-    [ "$rate" != none ] && ip netns exec "$ns" tc qdisc add dev "$dev" parent 1: handle 2: tbf rate "$rate" burst 256kb latency 100ms
+    if ! ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: netem delay "$delay"; then
+      echo "emulate-cluster: -d $delay needs tc netem (the sch_netem kernel module), which is not available here" >&2
+      exit 1
+    fi
+    if [ "$rate" != none ]; then
+      ip netns exec "$ns" tc qdisc add dev "$dev" parent 1: handle 2: tbf rate "$rate" burst 256kb latency 100ms
+    fi
   elif [ "$rate" != none ]; then
     ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst 256kb latency 100ms
   fi
 }
 
-if ! ip netns add "$switch" 2> /dev/null; then
-  echo "emulate-cluster: cannot create network namespaces here (ip netns add failed); skipping" >&2
+if ! err=$(ip netns add "$switch" 2>&1); then
+  if ip netns list 2> /dev/null | grep -qw "$switch"; then
+    echo "emulate-cluster: namespace $switch already exists (left by another run?): $err" >&2
+    exit 1
+  fi
+  echo "emulate-cluster: cannot create network namespaces here ($err); skipping" >&2
   exit 77
 fi
 created+=("$switch")
@@ -90,6 +108,11 @@ done
 export COLL_NETNS_NODES="${list# }"
 echo "emulate-cluster: $nodes node(s) on $subnet.0/24, links ${rate}${delay:+, +$delay}: $COLL_NETNS_NODES" >&2
 
+# In the background, so that a signal to this script reaches the trap at
+# once (bash runs traps only between commands) and the command is ended too.
+"$@" &
+child=$!
 status=0
-"$@" || status=$?
+wait "$child" || status=$?
+child=0
 exit $status
