@@ -5,10 +5,12 @@
 // Prints the NUMA nodes, cores, GPUs (CUDA's PCI_BUS_ID order, with PCI id
 // and NUMA node), NICs (PCI id, link layer, NUMA node), the GPU-GPU and
 // GPU-NIC path matrices (NVL, PIX, PXB, PHB, NODE, SYS), the NIC each GPU
-// uses, and the ring order and chain coll would use for N ranks on the node.
-// --json prints one object with the keys gpus, nics, numa, paths, gpu_nic,
-// rings (and trees). FILE is an hwloc XML export or an NCCL topology file;
+// uses, and the ring and trees coll runs for N ranks on the node (and the
+// GPU ring along NVLink that GPU transports will use). --json prints one
+// object with the keys gpus, nics, numa, paths, gpu_nic, rings, trees and
+// gpu_ring. FILE is an hwloc XML export or an NCCL topology file;
 // without it, hwloc reads this machine (COLL_TOPO_FILE is honoured too).
+#include "algorithms/partition.h"
 #include "core/error.h"
 #include "topology/load.h"
 #include "topology/paths.h"
@@ -35,7 +37,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: colltopo [--input FILE] [--json] [--ranks-per-node N]\n"
                "  --input FILE          an hwloc XML export or an NCCL topology file (default: this machine)\n"
-               "  --json                one JSON object: gpus, nics, numa, paths, gpu_nic, rings, trees\n"
+               "  --json                one JSON object: gpus, nics, numa, paths, gpu_nic, rings, trees, gpu_ring\n"
                "  --ranks-per-node N    ranks for the ring and tree (default: GPUs, else NUMA nodes)\n");
 }
 
@@ -71,16 +73,33 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// The ranks of one node, in ring order: GPUs along gpu_ring when each rank
-// has a GPU; else NUMA node by NUMA node (ranks spread over them in blocks).
-std::vector<int> ring_for(const Topology& t, int ranks) {
+// What coll runs inside one node of `ranks` ranks: the ring visits the
+// local ranks in order (local rank i uses GPU i), and the allreduce's two
+// trees are the double binary tree over them (as each rank's parent, -1 at
+// a root). Across nodes, rings visit node by node and the trees join the
+// nodes with these chains inside (see the README's Topology section).
+struct InNode {
   std::vector<int> ring;
-  if (!t.gpus.empty() && ranks == static_cast<int>(t.gpus.size())) return coll::topo::gpu_ring(t);
-  for (int r = 0; r < ranks; ++r) ring.push_back(r);
-  return ring;
+  std::vector<int> parents[2];
+  std::vector<int> gpu_ring;  // following NVLink, then PCIe: for the GPU transports to come
+};
+
+InNode in_node(const Topology& t, int ranks) {
+  InNode out;
+  for (int r = 0; r < ranks; ++r) out.ring.push_back(r);
+  for (int which = 0; which < 2; ++which)
+    for (int r = 0; r < ranks; ++r) out.parents[which].push_back(coll::algo::double_tree(ranks, r, which).parent);
+  out.gpu_ring = coll::topo::gpu_ring(t);
+  return out;
 }
 
-void print_text(const Topology& t, const std::vector<int>& nic_of, const std::vector<int>& ring) {
+std::string ints(const std::vector<int>& v, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + std::to_string(v[i]);
+  return out;
+}
+
+void print_text(const Topology& t, const std::vector<int>& nic_of, const InNode& here) {
   std::printf("topology: %s\n", t.source.c_str());
   std::printf("%zu package(s), %zu NUMA node(s), %d cores, %d PUs\n", t.packages.size(), t.numas.size(), t.cores,
               t.pus);
@@ -119,14 +138,17 @@ void print_text(const Topology& t, const std::vector<int>& nic_of, const std::ve
       std::printf("  -> NIC%d\n", nic_of[i]);
     }
   }
-  std::printf("ring (%zu ranks on this node):", ring.size());
-  for (int r : ring) std::printf(" %d", r);
-  std::printf("\ntree (a chain inside the node, in ring order):");
-  for (size_t i = 0; i < ring.size(); ++i) std::printf("%s%d", i == 0 ? " " : " -> ", ring[i]);
-  std::printf("\n");
+  std::printf("ring of %zu local ranks (local rank i uses GPU i): %s\n", here.ring.size(),
+              ints(here.ring, " ").c_str());
+  for (int which = 0; which < 2; ++which)
+    std::printf("allreduce tree %d, each local rank's parent (-1: root): %s\n", which,
+                ints(here.parents[which], " ").c_str());
+  if (!here.gpu_ring.empty())
+    std::printf("GPU ring along NVLink, then PCIe (for the GPU transports to come): %s\n",
+                ints(here.gpu_ring, " ").c_str());
 }
 
-void print_json(const Topology& t, const std::vector<int>& nic_of, const std::vector<int>& ring) {
+void print_json(const Topology& t, const std::vector<int>& nic_of, const InNode& here) {
   std::printf("{\"source\": %s, \"packages\": %zu, \"cores\": %d, \"pus\": %d,\n", quoted(t.source).c_str(),
               t.packages.size(), t.cores, t.pus);
   std::printf(" \"numa\": [");
@@ -166,11 +188,10 @@ void print_json(const Topology& t, const std::vector<int>& nic_of, const std::ve
   }
   std::printf("]},\n \"gpu_nic\": [");
   for (size_t i = 0; i < nic_of.size(); ++i) std::printf("%s%d", i ? ", " : "", nic_of[i]);
-  std::printf("],\n \"rings\": [[");
-  for (size_t i = 0; i < ring.size(); ++i) std::printf("%s%d", i ? ", " : "", ring[i]);
-  std::printf("]],\n \"trees\": [[");
-  for (size_t i = 0; i < ring.size(); ++i) std::printf("%s%d", i ? ", " : "", ring[i]);
-  std::printf("]]}\n");
+  std::printf("],\n \"rings\": [[%s]],\n", ints(here.ring, ", ").c_str());
+  std::printf(" \"trees\": [{\"parents\": [%s]}, {\"parents\": [%s]}],\n", ints(here.parents[0], ", ").c_str(),
+              ints(here.parents[1], ", ").c_str());
+  std::printf(" \"gpu_ring\": [%s]}\n", ints(here.gpu_ring, ", ").c_str());
 }
 
 }  // namespace
@@ -204,11 +225,11 @@ int main(int argc, char** argv) {
                       : !t.gpus.empty()    ? static_cast<int>(t.gpus.size())
                                            : std::max<int>(1, static_cast<int>(t.numas.size()));
     const std::vector<int> nic_of = coll::topo::nic_for_each_gpu(t);
-    const std::vector<int> ring = ring_for(t, ranks);
+    const InNode here = in_node(t, ranks);
     if (o.json)
-      print_json(t, nic_of, ring);
+      print_json(t, nic_of, here);
     else
-      print_text(t, nic_of, ring);
+      print_text(t, nic_of, here);
   } catch (const coll::Error& e) {
     std::fprintf(stderr, "colltopo: %s\n", e.what());
     return 1;

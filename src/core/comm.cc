@@ -183,6 +183,12 @@ void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& job
 
 void Communicator::execute(std::vector<Job>& jobs) {
   if (aborted_) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
+  // A failed operation may leave receives posted and messages in flight, and
+  // the peers' counts of messages no longer match ours: nothing after it
+  // could be trusted.
+  if (!failed_.empty())
+    fail(Code::kInvalidUsage, "rank ", rank_, ": an earlier operation on this communicator failed (", failed_,
+         "); destroy it and create a new one");
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   if (jobs.size() == 1) {
     transport_->connect(jobs[0].plan->peers, addresses_, deadline);
@@ -196,7 +202,12 @@ void Communicator::execute(std::vector<Job>& jobs) {
   ++seq_;
   log::trace(log::kColl, jobs[0].what, " #", seq_, ": ", jobs.size(), " job(s), ", jobs[0].plan->schedule.algorithm,
              ", ", jobs[0].plan->schedule.steps.size(), " steps");
-  executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline);
+  try {
+    executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline);
+  } catch (const Error& e) {
+    failed_ = e.what();
+    throw;
+  }
 }
 
 void Communicator::run(std::span<const OpRequest> ops) {

@@ -121,6 +121,7 @@ class Communicator {
   uint64_t seq_ = 0;
   int splits_ = 0;
   std::atomic<bool> aborted_{false};
+  std::string failed_;  // why an operation failed; then every later one fails (touched by the executing thread)
   std::unique_ptr<Worker> worker_;  // started by the first non-blocking operation
 };
 

@@ -104,7 +104,7 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
     for (size_t i = 0; i < kMaxStaged; ++i) free_slots_.push_back(kMaxStaged - 1 - i);
   }
   slot_of_.assign(n, SIZE_MAX);
-  if (combine_.size() < n) combine_.resize(n);  // sinks point into it: sized before any is posted
+  if (combine_.size() < n) combine_.resize(n);  // sinks point into it: grown only, never moved
   in_flight_.clear();
 
   auto address = [&](uint32_t i, const algo::Region& r) -> std::byte* {

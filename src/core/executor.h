@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -104,7 +105,8 @@ class Executor {
     const std::byte* src;
   };
   static void combine_piece(const transport::Sink& sink, size_t offset, const void* data, size_t bytes);
-  std::vector<Combine> combine_;  // by step
+  // By step. A deque: growing it keeps the addresses sinks already hold.
+  std::deque<Combine> combine_;
   std::vector<transport::RequestId> done_;
 
   // Staging for received chunks before they are reduced, and scratch for

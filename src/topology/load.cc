@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -83,6 +84,28 @@ std::string list_to_affinity(const std::string& list) {
   return out;
 }
 
+// GPU `gpu`'s NVLinks as NCCL writes them: <nvlink target="busid"
+// count="links" tclass="0x030200" (a GPU) or "0x068000" (an NVSwitch)/>,
+// plus our gbps="..." (NCCL ignores it; we read it back instead of guessing
+// 20 GB/s per link). A link between two GPUs is written at the first only;
+// one to an NVSwitch without a PCI address names kImpliedSwitch. Links to a
+// CPU package (POWER) are not in the format.
+std::string nvlinks_of(const Topology& t, int gpu) {
+  std::ostringstream out;
+  for (const NvLink& l : t.nvlinks) {
+    if (l.a != gpu && l.b != gpu) continue;
+    const int other = l.a == gpu ? l.b : l.a;
+    const Node& o = t.nodes[static_cast<size_t>(other)];
+    if (o.kind == Kind::kGpu && other < gpu) continue;
+    if (o.kind != Kind::kGpu && o.kind != Kind::kNvSwitch) continue;
+    const std::string target = o.has_pci ? o.pci.to_string() : kImpliedSwitch;
+    const long count = std::max(1L, std::lround(l.gbps / 20.0));
+    out << "<nvlink target=\"" << target << "\" count=\"" << count << "\" tclass=\""
+        << (o.kind == Kind::kGpu ? "0x030200" : "0x068000") << "\" gbps=\"" << l.gbps << "\"/>";
+  }
+  return out.str();
+}
+
 void write_node(const Topology& t, int index, int depth, std::ostringstream& out) {
   const Node& n = t.nodes[static_cast<size_t>(index)];
   const std::string pad(static_cast<size_t>(depth) * 2, ' ');
@@ -90,6 +113,9 @@ void write_node(const Topology& t, int index, int depth, std::ostringstream& out
     for (int c : n.children) write_node(t, c, d, out);
   };
   switch (n.kind) {
+    case Kind::kNvSwitch:
+      if (!n.has_pci) return;  // the NVSwitch an NCCL file's links imply: its GPUs' links name it
+      break;
     case Kind::kHostBridge:
     case Kind::kMachine:
     case Kind::kPackage:
@@ -120,21 +146,27 @@ void write_node(const Topology& t, int index, int depth, std::ostringstream& out
     return;
   }
   char cls[16], ids[64];
-  std::snprintf(cls, sizeof(cls), "0x%04x00", n.pci_class);
-  std::snprintf(ids, sizeof(ids), "vendor=\"0x%04x\" device=\"0x%04x\"", n.vendor, n.device_id);
+  // What we decided, so that it reads back the same: an NVSwitch whose
+  // config space was unreadable (DGX-2 has one) is still written as one.
+  const bool nvswitch = n.kind == Kind::kNvSwitch;
+  std::snprintf(cls, sizeof(cls), "0x%04x00", nvswitch ? 0x0680u : n.pci_class);
+  std::snprintf(ids, sizeof(ids), "vendor=\"0x%04x\" device=\"0x%04x\"", nvswitch ? 0x10deu : n.vendor,
+                n.device_id);
   out << pad << "<pci busid=\"" << n.pci.to_string() << "\" class=\"" << cls << "\" " << ids;
   if (n.link_gbps > 0) out << " link_gbps=\"" << n.link_gbps << "\"";
-  const bool leaf_info = n.kind == Kind::kNic && !n.names.empty();
-  if (n.children.empty() && !leaf_info) {
+  const bool nic_info = n.kind == Kind::kNic && !n.names.empty();
+  const std::string links = n.kind == Kind::kGpu ? nvlinks_of(t, index) : "";
+  if (n.children.empty() && !nic_info && links.empty()) {
     out << "/>\n";
     return;
   }
   out << ">\n";
-  if (leaf_info) {
+  if (nic_info) {
     out << pad << "  <nic>";
     for (const auto& name : n.names) out << "<net name=\"" << name << "\"/>";
     out << "</nic>\n";
   }
+  if (!links.empty()) out << pad << "  <gpu>" << links << "</gpu>\n";
   children(depth + 1);
   out << pad << "</pci>\n";
 }

@@ -31,4 +31,8 @@ const Topology& node_topology();
 // read back as PHB rather than NODE.
 std::string to_nccl_xml(const Topology& topology);
 
+// The bus id an NVLink names when it goes to an NVSwitch the file has no
+// <pci> element for (NCCL's own dumps of NVSwitch systems do that).
+inline constexpr const char* kImpliedSwitch = "ffff:ff:1f.7";
+
 }  // namespace coll::topo

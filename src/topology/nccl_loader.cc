@@ -152,7 +152,9 @@ class Reader {
     for (xmlNode* c = e->children; c != nullptr; c = c->next)
       if (named(c, "gpu"))
         for (xmlNode* l = c->children; l != nullptr; l = l->next)
-          if (named(l, "nvlink")) links_.push_back({index, attr(l, "target"), std::atoi(attr(l, "count").c_str())});
+          if (named(l, "nvlink"))
+            links_.push_back({index, attr(l, "target"), std::atoi(attr(l, "count").c_str()), hex(attr(l, "tclass")),
+                              std::strtod(attr(l, "gbps").c_str(), nullptr)});
   }
 
   void net_names(xmlNode* nic, Node* n) {
@@ -169,16 +171,30 @@ class Reader {
     out_.add(n);
   }
 
-  // <nvlink target="busid" count="12"/>: to a GPU, or to an NVSwitch. A
-  // link to the GPU itself (Azure NC A100 v4 has one) is not a link.
+  // <nvlink target="busid" count="12" tclass="..."/>: to a GPU, or to an
+  // NVSwitch (tclass 0x0680xx), which the file may not list as a <pci>: all
+  // such links then go to one implied switch, as NCCL takes them. A link to
+  // the GPU itself (Azure NC A100 v4 has one) is not a link. Bandwidth: our
+  // dumps' gbps, else 20 GB/s per link (NVLink 3, one direction).
   void resolve_nvlinks() {
-    constexpr double kPerLinkGbps = 20;  // one NVLink 3 link, one direction
+    constexpr double kPerLinkGbps = 20;
+    int implied_switch = -1;
     for (const auto& l : links_) {
+      if (l.count <= 0) continue;
       PciAddress target;
-      if (!PciAddress::parse(l.target, &target)) continue;
-      auto it = by_busid_.find(target);
-      if (it == by_busid_.end() || it->second == l.from || l.count <= 0) continue;
-      out_.nvlinks.push_back(NvLink{l.from, it->second, l.count * kPerLinkGbps});
+      auto it = PciAddress::parse(l.target, &target) ? by_busid_.find(target) : by_busid_.end();
+      int to = it != by_busid_.end() ? it->second : -1;
+      if (to < 0 && (l.tclass >> 8) == 0x0680) {
+        if (implied_switch < 0) {
+          Node nvswitch;
+          nvswitch.kind = Kind::kNvSwitch;
+          nvswitch.parent = 0;  // the machine
+          implied_switch = out_.add(nvswitch);
+        }
+        to = implied_switch;
+      }
+      if (to < 0 || to == l.from) continue;
+      out_.nvlinks.push_back(NvLink{l.from, to, l.gbps > 0 ? l.gbps : l.count * kPerLinkGbps});
     }
   }
 
@@ -186,6 +202,8 @@ class Reader {
     int from;
     std::string target;
     int count;
+    uint32_t tclass;
+    double gbps;  // our dumps say it; 0: unknown
   };
   std::string path_;
   Topology out_;

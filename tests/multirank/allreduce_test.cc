@@ -211,6 +211,12 @@ TEST(AllreduceMismatch, DifferentCountsAreAnErrorOnBothRanks) {
         std::string message = coll_get_last_error(comm);
         EXPECT_NE(message.find("bytes"), std::string::npos) << message;
         EXPECT_NE(message.find(rank == 0 ? "rank 1" : "rank 0"), std::string::npos) << message;
+        // Its state is unknown from here on: later operations are refused, saying why.
+        r = coll_allreduce(data.data(), data.data(), 100, COLL_FLOAT32, COLL_SUM, comm, nullptr);
+        EXPECT_EQ(r, COLL_INVALID_USAGE);
+        EXPECT_NE(std::string(coll_get_last_error(comm)).find("an earlier operation on this communicator failed"),
+                  std::string::npos)
+            << coll_get_last_error(comm);
         coll_comm_destroy(comm);
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});

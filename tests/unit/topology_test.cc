@@ -134,6 +134,29 @@ TEST(Dump, ReadsBackInNcclFormatWithTheSameAnswers) {
   EXPECT_EQ(back.nodes[static_cast<size_t>(back.numas[1])].cpuset, "2-3");
 }
 
+TEST(Dump, KeepsNvlinksToGpusAndSwitches) {
+  const std::string file = "/tmp/coll-topo-dump-nvl-" + std::to_string(getpid()) + ".xml";
+  Topology t = load_file(kData + "cloud-nccl.xml");
+  std::ofstream(file) << to_nccl_xml(t);
+  Topology back = load_file(file);
+  EXPECT_EQ(gpu_gpu(back, 0, 1), "NVL");
+  EXPECT_DOUBLE_EQ(path_between(back, back.gpus[0], back.gpus[1]).gbps, 240);
+  // NVSwitch links whose target is no <pci> of the file (NCCL's own dumps):
+  // one implied switch joins the GPUs.
+  std::ofstream(file) << "<system version=\"1\"><cpu numaid=\"0\" affinity=\"00000003\">"
+                      << "<pci busid=\"0000:07:00.0\" class=\"0x030200\"><gpu dev=\"0\">"
+                      << "<nvlink target=\"0000:00:00.0\" count=\"12\" tclass=\"0x068000\"/></gpu></pci>"
+                      << "<pci busid=\"0000:0f:00.0\" class=\"0x030200\"><gpu dev=\"1\">"
+                      << "<nvlink target=\"0000:00:00.0\" count=\"12\" tclass=\"0x068000\"/></gpu></pci>"
+                      << "</cpu></system>\n";
+  Topology hgx = load_file(file);
+  EXPECT_EQ(gpu_gpu(hgx, 0, 1), "NVL");
+  EXPECT_DOUBLE_EQ(path_between(hgx, hgx.gpus[0], hgx.gpus[1]).gbps, 240);
+  std::ofstream(file) << to_nccl_xml(hgx);
+  EXPECT_EQ(gpu_gpu(load_file(file), 0, 1), "NVL") << to_nccl_xml(hgx);
+  std::remove(file.c_str());
+}
+
 TEST(Load, BadFilesAreClearErrorsNamingTheFile) {
   const std::string dir = "/tmp/coll-topo-bad-" + std::to_string(getpid());
   auto write = [&](const std::string& name, const std::string& text) {
@@ -256,6 +279,14 @@ TEST(SharedTopologies, Dgx2NvlinkIslandsAndPcieTree) {
   for (size_t i = 0; i < ring.size(); ++i)
     crossings += gpu_gpu(t, static_cast<size_t>(ring[i]), static_cast<size_t>(ring[(i + 1) % ring.size()])) != "NVL";
   EXPECT_EQ(crossings, 2) << "the ring leaves each NVLink island once";
+  // The dump keeps the NVSwitch links.
+  const std::string file = "/tmp/coll-topo-dgx2-" + std::to_string(getpid()) + ".xml";
+  std::ofstream(file) << to_nccl_xml(t);
+  Topology back = load_file(file);
+  std::remove(file.c_str());
+  EXPECT_EQ(gpu_gpu(back, 0, 7), "NVL");
+  EXPECT_DOUBLE_EQ(path_between(back, back.gpus[0], back.gpus[7]).gbps, 150);
+  EXPECT_EQ(gpu_gpu(back, 0, 8), "SYS");
 }
 
 TEST(SharedTopologies, Power8NvlinkPairs) {
