@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,8 @@ struct Expected {
   size_t gpus, rdma;
   std::vector<int> gpu_numa;  // per GPU, CUDA order
 };
+
+void PrintTo(const Expected& e, std::ostream* os) { *os << e.file; }
 
 class Capture : public ::testing::TestWithParam<Expected> {
  protected:
