@@ -14,7 +14,14 @@ namespace coll {
 
 namespace {
 
-// The ranks of each node (nodes in the order of their first rank).
+std::vector<int> unless_identity(std::vector<int> order) {
+  for (int r = 0; r < static_cast<int>(order.size()); ++r)
+    if (order[static_cast<size_t>(r)] != r) return order;
+  return {};
+}
+
+}  // namespace
+
 std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addresses) {
   std::vector<std::string> hosts;
   std::vector<std::vector<int>> members;
@@ -26,14 +33,6 @@ std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addr
   }
   return members;
 }
-
-std::vector<int> unless_identity(std::vector<int> order) {
-  for (int r = 0; r < static_cast<int>(order.size()); ++r)
-    if (order[static_cast<size_t>(r)] != r) return order;
-  return {};
-}
-
-}  // namespace
 
 Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix)
     : rank_(rank), nranks_(nranks), prefix_(std::move(prefix)), id_(id), counters_(nranks) {
@@ -65,18 +64,18 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
   if (nranks_ > 1) selector_->set_link_class(transport_->slowest_for(addresses_));
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
+  nodes_ = ranks_by_node(addresses_);
   if (config::get_bool("COLL_TOPO_AWARE")) {
-    ring_order_ = ring_by_node(addresses_);
-    spread_order_ = spread_over_nodes(addresses_);
-  }
-  const auto nodes = ranks_by_node(addresses_);
-  if (nodes.size() > 1 && config::get_bool("COLL_TOPO_AWARE")) {
-    node_of_.assign(static_cast<size_t>(nranks_), 0);
-    for (size_t n = 0; n < nodes.size(); ++n)
-      for (int r : nodes[n]) node_of_[static_cast<size_t>(r)] = static_cast<int>(n);
-    for (int r : nodes[static_cast<size_t>(node_of_[static_cast<size_t>(rank_)])])
-      if (r != rank_)
-        node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]));
+    ring_order_ = ring_by_node(nodes_);
+    spread_order_ = spread_over_nodes(nodes_);
+    if (nodes_.size() > 1) {
+      node_of_.assign(static_cast<size_t>(nranks_), 0);
+      for (size_t n = 0; n < nodes_.size(); ++n)
+        for (int r : nodes_[n]) node_of_[static_cast<size_t>(r)] = static_cast<int>(n);
+      for (int r : nodes_[static_cast<size_t>(node_of_[static_cast<size_t>(rank_)])])
+        if (r != rank_)
+          node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]));
+    }
   }
   if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
   if (nranks_ > 1) {
@@ -91,19 +90,20 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 // A ring in this order crosses between nodes once per node whatever order
 // the launcher chose; an interleaved placement in launcher order would
 // cross at every step.
-std::vector<int> ring_by_node(const std::vector<std::string>& addresses) {
+std::vector<int> ring_by_node(const std::vector<std::vector<int>>& nodes) {
   std::vector<int> order;
-  for (const auto& m : ranks_by_node(addresses)) order.insert(order.end(), m.begin(), m.end());
+  for (const auto& m : nodes) order.insert(order.end(), m.begin(), m.end());
   return unless_identity(order);
 }
 
 // With nodes of equal size L and N = 2^k nodes, position p = i*N + node:
 // the farthest positions (p xor 2^j, large j) differ in i, the same node.
-std::vector<int> spread_over_nodes(const std::vector<std::string>& addresses) {
-  const auto members = ranks_by_node(addresses);
+std::vector<int> spread_over_nodes(const std::vector<std::vector<int>>& nodes) {
+  size_t ranks = 0;
+  for (const auto& m : nodes) ranks += m.size();
   std::vector<int> order;
-  for (size_t i = 0; order.size() < addresses.size(); ++i)
-    for (const auto& m : members)
+  for (size_t i = 0; order.size() < ranks; ++i)
+    for (const auto& m : nodes)
       if (i < m.size()) order.push_back(m[i]);
   return unless_identity(order);
 }
@@ -113,7 +113,7 @@ std::vector<int> spread_over_nodes(const std::vector<std::string>& addresses) {
 // (COLL_BIND).
 void Communicator::place_this_rank() {
   int local_rank = 0, local_size = 0;
-  for (const auto& members : ranks_by_node(addresses_))
+  for (const auto& members : nodes_)
     for (size_t i = 0; i < members.size(); ++i)
       if (members[i] == rank_) local_rank = static_cast<int>(i), local_size = static_cast<int>(members.size());
   const topo::Topology& topology = topo::node_topology();

@@ -44,15 +44,17 @@ struct OpRequest {
   std::optional<int64_t> send_offset{};  // in place: input address minus output address (the C API decides)
 };
 
-// The ranks of a job grouped by node (from each rank's router address),
-// nodes in order of their first rank, launcher order inside a node: the
-// ring order that crosses between nodes fewest times. Empty when that is
-// the launcher's order already.
-std::vector<int> ring_by_node(const std::vector<std::string>& addresses);
+// The ranks of each node, from every rank's router address (its host id):
+// nodes in the order of their first rank, launcher order inside a node.
+std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addresses);
+// The ranks node by node: the ring order that crosses between nodes fewest
+// times. Empty when that is the launcher's order already.
+std::vector<int> ring_by_node(const std::vector<std::vector<int>>& nodes);
 // The ranks taking turns between nodes: the first of each node, then the
 // second of each, ...: the order in which halving-doubling's largest
-// exchanges (between the farthest positions) stay inside a node.
-std::vector<int> spread_over_nodes(const std::vector<std::string>& addresses);
+// exchanges (between the farthest positions) stay inside a node. Empty when
+// that is the launcher's order already.
+std::vector<int> spread_over_nodes(const std::vector<std::vector<int>>& nodes);
 
 class Communicator {
  public:
@@ -109,10 +111,11 @@ class Communicator {
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;
   std::vector<std::string> addresses_;
-  std::vector<int> ring_order_;    // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
-  std::vector<int> spread_order_;  // ranks taking turns between nodes; empty: launcher order
-  std::vector<int> node_of_;       // each rank's node (0, 1, ...); empty: one node
-  algo::LinkModel node_link_{};    // the cost of a message inside a node, when there are several
+  std::vector<std::vector<int>> nodes_;  // the ranks of each node
+  std::vector<int> ring_order_;          // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
+  std::vector<int> spread_order_;        // ranks taking turns between nodes; empty: launcher order
+  std::vector<int> node_of_;             // each rank's node (0, 1, ...); empty: one node
+  algo::LinkModel node_link_{};          // the cost of a message inside a node, when there are several
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;

@@ -404,6 +404,14 @@ namespace {
 
 std::string address_on(const std::string& host) { return "shm=shm|" + host + "|/seg|1;tcp=tcp|x;host=" + host; }
 
+// The orders, from the router addresses as the communicator gets them.
+std::vector<int> ring_by_node(const std::vector<std::string>& addresses) {
+  return coll::ring_by_node(ranks_by_node(addresses));
+}
+std::vector<int> spread_over_nodes(const std::vector<std::string>& addresses) {
+  return coll::spread_over_nodes(ranks_by_node(addresses));
+}
+
 TEST(RingByNode, GroupsRanksByNodeKeepingLauncherOrderInside) {
   // Interleaved placement: ranks 0,2 on A; 1,3 on B.
   EXPECT_EQ(ring_by_node({address_on("A"), address_on("B"), address_on("A"), address_on("B")}),
