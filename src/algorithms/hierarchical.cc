@@ -44,11 +44,15 @@ struct SubRing {
   }
 };
 
-// Reduce-scatter: after m-1 steps member k holds block k reduced over all.
-void reduce_scatter(ScheduleBuilder& b, const SubRing& ring, size_t chunk) {
+// The m-1 steps of a ring pass. Reduce-scatter: step s sends block
+// (me-s-1) and reduces block (me-s-2) into place, so member k ends with
+// block k reduced over all. Allgather: step s sends block (me-s) and stores
+// block (me-s-1), from member k starting with block k to all holding all.
+void ring_pass(ScheduleBuilder& b, const SubRing& ring, size_t chunk, bool reduce) {
   const size_t es = b.elem_size();
+  const int back = reduce ? 1 : 0;  // reduce-scatter works one block behind
   for (int s = 0; s + 1 < ring.m(); ++s) {
-    const Span out = ring.block(ring.me - s - 1), in = ring.block(ring.me - s - 2);
+    const Span out = ring.block(ring.me - s - back), in = ring.block(ring.me - s - back - 1);
     for_chunks(out, in, chunk, [&](size_t c) {
       if (c < chunk_count(out.count, chunk)) {
         Span piece = chunk_span(out, chunk, c);
@@ -56,25 +60,10 @@ void reduce_scatter(ScheduleBuilder& b, const SubRing& ring, size_t chunk) {
       }
       if (c < chunk_count(in.count, chunk)) {
         Span piece = chunk_span(in, chunk, c);
-        b.recv_reduce(ring.prev(), at(BufferId::kRecv, piece, es), at(BufferId::kRecv, piece, es), piece.count * es);
-      }
-    });
-  }
-}
-
-// Allgather: member k starts with block k; after m-1 steps all hold all.
-void allgather(ScheduleBuilder& b, const SubRing& ring, size_t chunk) {
-  const size_t es = b.elem_size();
-  for (int s = 0; s + 1 < ring.m(); ++s) {
-    const Span out = ring.block(ring.me - s), in = ring.block(ring.me - s - 1);
-    for_chunks(out, in, chunk, [&](size_t c) {
-      if (c < chunk_count(out.count, chunk)) {
-        Span piece = chunk_span(out, chunk, c);
-        b.send(ring.next(), at(BufferId::kRecv, piece, es), piece.count * es);
-      }
-      if (c < chunk_count(in.count, chunk)) {
-        Span piece = chunk_span(in, chunk, c);
-        b.recv(ring.prev(), at(BufferId::kRecv, piece, es), piece.count * es);
+        if (reduce)
+          b.recv_reduce(ring.prev(), at(BufferId::kRecv, piece, es), at(BufferId::kRecv, piece, es), piece.count * es);
+        else
+          b.recv(ring.prev(), at(BufferId::kRecv, piece, es), piece.count * es);
       }
     });
   }
@@ -115,15 +104,15 @@ Schedule hierarchical_allreduce(const CollShape& shape) {
   // Everything works in place on the output.
   if (!shape.in_place()) b.copy({BufferId::kSend, 0}, {BufferId::kRecv, 0}, shape.count * es);
   const SubRing in_node{local, i, Span{0, shape.count}};
-  reduce_scatter(b, in_node, chunk);  // 1
+  ring_pass(b, in_node, chunk, /*reduce=*/true);  // 1
   const SubRing across{rail, j, in_node.block(i)};
-  reduce_scatter(b, across, chunk);  // 2
+  ring_pass(b, across, chunk, /*reduce=*/true);  // 2
   if (shape.average) {
     for_each_chunk(across.block(j), chunk,
                    [&](const Span& piece) { b.divide(at(BufferId::kRecv, piece, es), piece.count * es); });
   }
-  allgather(b, across, chunk);
-  allgather(b, in_node, chunk);  // 3
+  ring_pass(b, across, chunk, /*reduce=*/false);
+  ring_pass(b, in_node, chunk, /*reduce=*/false);  // 3
   return b.finish();
 }
 

@@ -136,7 +136,7 @@ const std::vector<Algorithm>& all_algorithms() {
   static const std::vector<Algorithm> table = {
       {"ring", Collective::kAllreduce, ring_allreduce, ring_allreduce_cost},
       {"tree", Collective::kAllreduce, tree_allreduce, tree_allreduce_cost},
-      {"halving_doubling", Collective::kAllreduce, halving_doubling_allreduce, hd_cost},
+      {"halving_doubling", Collective::kAllreduce, halving_doubling_allreduce, hd_cost, /*spread=*/true},
       {"recursive_doubling", Collective::kAllreduce, recursive_doubling_allreduce, rd_cost},
       {"direct", Collective::kAllreduce, direct_allreduce, direct_allreduce_cost},
       {"hierarchical", Collective::kAllreduce, hierarchical_allreduce, hierarchical_cost},
@@ -156,9 +156,7 @@ const std::vector<Algorithm>& all_algorithms() {
 
 Schedule build_schedule(const Algorithm& a, const CollShape& shape) {
   const std::vector<int>& order = shape.spread_order;
-  const bool relabel =
-      !order.empty() && a.collective == Collective::kAllreduce && std::string(a.name) == "halving_doubling";
-  if (!relabel) return a.build(shape);
+  if (order.empty() || !a.spread || a.collective != Collective::kAllreduce) return a.build(shape);
   // Allreduce's result does not depend on which rank holds which block, so
   // the algorithm may run on positions instead of ranks.
   CollShape virtual_shape = shape;

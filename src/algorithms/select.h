@@ -21,14 +21,17 @@ struct Algorithm {
   Schedule (*build)(const CollShape&);
   // Predicted seconds on one link class.
   double (*cost)(const CollShape&, const LinkModel&);
+  // Built on positions in shape.spread_order (build_schedule): its largest
+  // exchanges are between the farthest positions.
+  bool spread = false;
 };
 
 const std::vector<Algorithm>& all_algorithms();
 
 // a.build(shape), in the order of ranks the algorithm wants: rings follow
-// shape.ring_order themselves; halving-doubling allreduce is built for this
-// rank's position in shape.spread_order and its peers mapped back to ranks,
-// so that its first, largest exchanges pair ranks of one node.
+// shape.ring_order themselves; an allreduce marked `spread` is built for
+// this rank's position in shape.spread_order and its peers mapped back to
+// ranks, so that its first, largest exchanges pair ranks of one node.
 Schedule build_schedule(const Algorithm& a, const CollShape& shape);
 
 // The algorithm of that name for a collective; kInternal if there is none.
