@@ -51,17 +51,22 @@ void Graph::build(const std::vector<const algo::Schedule*>& schedules) {
   recvs.clear();
   ready.clear();
   max_staged_bytes = 0;
-  auto file = [](std::vector<Channel>& channels, int peer, uint32_t i) {
-    auto it = std::find_if(channels.begin(), channels.end(), [&](const Channel& c) { return c.peer == peer; });
-    if (it == channels.end()) it = channels.insert(channels.end(), Channel{peer, {}});
-    it->steps.push_back(i);
+  // Channels in order of first use; by_peer finds a peer's without a search
+  // (an alltoall plan has a channel per rank).
+  int max_peer = -1;
+  for (const Step* s : steps) max_peer = std::max(max_peer, s->peer);
+  std::vector<int> send_of(static_cast<size_t>(max_peer + 1), -1), recv_of(static_cast<size_t>(max_peer + 1), -1);
+  auto file = [](std::vector<Channel>& channels, std::vector<int>& by_peer, int peer, uint32_t i) {
+    int& c = by_peer[static_cast<size_t>(peer)];
+    if (c < 0) c = static_cast<int>(channels.size()), channels.push_back(Channel{peer, {}});
+    channels[static_cast<size_t>(c)].steps.push_back(i);
   };
   for (uint32_t i = 0; i < n; ++i) {
     const Step& s = *steps[i];
     deps[i] = static_cast<uint32_t>(s.deps.size());
     for (uint32_t d : s.deps) dependents[fill[base[job_of[i]] + d]++] = i;
-    if (s.kind == OpKind::kSend) file(sends, s.peer, i);
-    if (s.kind == OpKind::kRecv || s.kind == OpKind::kRecvReduce) file(recvs, s.peer, i);
+    if (s.kind == OpKind::kSend) file(sends, send_of, s.peer, i);
+    if (s.kind == OpKind::kRecv || s.kind == OpKind::kRecvReduce) file(recvs, recv_of, s.peer, i);
     if (s.kind == OpKind::kRecvReduce) max_staged_bytes = std::max(max_staged_bytes, s.bytes);
     if (deps[i] == 0 && is_local(s.kind)) ready.push_back(i);
   }
