@@ -47,6 +47,9 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     chunk_bytes_ = static_cast<size_t>(chunk);
   }
   selector_ = std::make_unique<algo::Selector>(config::get_string("COLL_ALGO"), algo::CostModel::load());
+  // A bad COLL_TOPO_FILE is this rank's own mistake: report it before any
+  // peer waits on us, or they see our early exit as a remote error.
+  if (prefix_.empty()) topo::node_topology();
 
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   store_ = std::make_unique<bootstrap::StoreClient>(id, deadline);
