@@ -111,6 +111,21 @@ COLL_API coll_result_t coll_get_unique_id(coll_unique_id_t* id);
  * coll_comm_destroy(). */
 COLL_API coll_result_t coll_comm_init_rank(coll_comm_t* comm, int nranks, coll_unique_id_t id, int rank);
 
+/* Per-communicator settings. Initialise with COLL_CONFIG_INIT, then set the
+ * fields you want: a zero field keeps its default, so that programs built
+ * against an older coll.h (a smaller struct, told by `size`) still work. */
+typedef struct {
+  size_t size;    /* sizeof(coll_config_t): set by COLL_CONFIG_INIT */
+  int timeout_ms; /* longest wait for a peer in any call of this communicator;
+                     0: COLL_TIMEOUT_MS (default 10 minutes) */
+} coll_config_t;
+#define COLL_CONFIG_INIT \
+  { sizeof(coll_config_t), 0 }
+
+/* coll_comm_init_rank with settings; a null config is the defaults. */
+COLL_API coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks, coll_unique_id_t id, int rank,
+                                                  const coll_config_t* config);
+
 /* Like coll_comm_init_rank, with rank, size and rendezvous read from the
  * environment, in this order: collrun (COLL_RANK, COLL_NRANKS,
  * COLL_ROOT_ADDR, COLL_JOB_SECRET); torchrun (RANK, WORLD_SIZE, MASTER_ADDR,
@@ -125,8 +140,18 @@ COLL_API coll_result_t coll_comm_destroy(coll_comm_t comm);
 
 /* Marks the communicator as failed and closes its connections, so that peers
  * blocked on this rank see COLL_REMOTE_ERROR instead of waiting for the
- * timeout. The handle must still be released with coll_comm_destroy(). */
+ * timeout. May be called from any thread, also while another thread is
+ * inside an operation on comm: that operation, and every queued
+ * non-blocking one, then ends within 100 ms with COLL_INVALID_USAGE. Later
+ * calls are refused. The handle must still be released with
+ * coll_comm_destroy(). */
 COLL_API coll_result_t coll_comm_abort(coll_comm_t comm);
+
+/* Writes into *error the first failure of any operation on comm, blocking or
+ * non-blocking (a dead peer, a timeout, ranks that disagree), or
+ * COLL_SUCCESS while there was none; coll_get_last_error(comm) then has its
+ * message. From any thread, without waiting: a watchdog thread may poll it. */
+COLL_API coll_result_t coll_comm_get_async_error(coll_comm_t comm, coll_result_t* error);
 
 /* Writes this process's rank (0-based) in the communicator. */
 COLL_API coll_result_t coll_comm_rank(coll_comm_t comm, int* rank);

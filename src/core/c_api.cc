@@ -6,6 +6,7 @@
 
 #include <coll/coll.h>
 
+#include <cstddef>
 #include <new>
 
 namespace coll::capi {
@@ -46,15 +47,24 @@ coll_result_t null_comm(const char* what) {
 }
 
 coll_result_t init_rank(coll_comm_t* comm, int nranks, const coll::bootstrap::UniqueId* id_or_null,
-                        const coll_unique_id_t* raw, int rank) {
+                        const coll_unique_id_t* raw, int rank, const coll_config_t* config = nullptr) {
   return guarded(nullptr, [&] {
     if (comm == nullptr) fail(Code::kInvalidArgument, "comm: null pointer");
     *comm = nullptr;
     if (nranks < 1) fail(Code::kInvalidArgument, "nranks: ", nranks, " is not positive");
     if (rank < 0 || rank >= nranks) fail(Code::kInvalidArgument, "rank: ", rank, " is outside [0, ", nranks, ")");
+    int64_t timeout_ms = 0;
+    if (config != nullptr) {
+      // Fields past what the caller's coll.h knew keep their defaults.
+      if (config->size < sizeof(size_t) || config->size > sizeof(coll_config_t))
+        fail(Code::kInvalidArgument, "config: size ", config->size, " is not that of a coll_config_t (",
+             sizeof(coll_config_t), "); initialise it with COLL_CONFIG_INIT");
+      if (config->size >= offsetof(coll_config_t, timeout_ms) + sizeof(int)) timeout_ms = config->timeout_ms;
+      if (timeout_ms < 0) fail(Code::kInvalidArgument, "config: timeout_ms ", timeout_ms, " is negative");
+    }
     coll::bootstrap::UniqueId id = id_or_null ? *id_or_null : coll::bootstrap::UniqueId::decode(*raw);
     auto handle = std::make_unique<coll_comm>();
-    handle->impl = std::make_unique<coll::Communicator>(nranks, id, rank);
+    handle->impl = std::make_unique<coll::Communicator>(nranks, id, rank, "", timeout_ms);
     *comm = handle.release();
   });
 }
@@ -79,6 +89,11 @@ coll_result_t coll_get_unique_id(coll_unique_id_t* id) {
 
 coll_result_t coll_comm_init_rank(coll_comm_t* comm, int nranks, coll_unique_id_t id, int rank) {
   return init_rank(comm, nranks, nullptr, &id, rank);
+}
+
+coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks, coll_unique_id_t id, int rank,
+                                         const coll_config_t* config) {
+  return init_rank(comm, nranks, nullptr, &id, rank, config);
 }
 
 coll_result_t coll_comm_init_from_env(coll_comm_t* comm) {
@@ -114,6 +129,18 @@ coll_result_t coll_comm_abort(coll_comm_t comm) {
   if (comm == nullptr) return null_comm("comm_abort");
   return guarded(comm, [&] {
     if (comm->impl) comm->impl->abort();
+  });
+}
+
+coll_result_t coll_comm_get_async_error(coll_comm_t comm, coll_result_t* error) {
+  if (comm == nullptr) return null_comm("comm_get_async_error");
+  return guarded(comm, [&] {
+    if (error == nullptr) fail(Code::kInvalidArgument, "comm_get_async_error: error is a null pointer");
+    *error = COLL_SUCCESS;
+    if (comm->impl == nullptr) return;
+    std::string message;
+    *error = comm->impl->async_error(&message);
+    if (*error != COLL_SUCCESS) coll::capi::record(comm, message);
   });
 }
 

@@ -34,11 +34,12 @@ std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addr
   return members;
 }
 
-Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix)
+Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix, int64_t timeout_ms)
     : rank_(rank), nranks_(nranks), prefix_(std::move(prefix)), id_(id), counters_(nranks) {
   if (prefix_.empty()) log::set_rank(rank);
   config::report_once();
-  timeout_ms_ = config::get_int("COLL_TIMEOUT_MS");
+  FlightRecorder::install_signal_handler();
+  timeout_ms_ = timeout_ms > 0 ? timeout_ms : config::get_int("COLL_TIMEOUT_MS");
   if (timeout_ms_ <= 0) fail(Code::kInvalidArgument, "COLL_TIMEOUT_MS=", timeout_ms_, " must be positive");
   if (!config::get_string("COLL_CHUNK_BYTES").empty()) {
     int64_t chunk = config::get_int("COLL_CHUNK_BYTES");
@@ -47,14 +48,14 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     chunk_bytes_ = static_cast<size_t>(chunk);
   }
   selector_ = std::make_unique<algo::Selector>(config::get_string("COLL_ALGO"), algo::CostModel::load());
-  // A bad COLL_TOPO_FILE is this rank's own mistake: report it before any
-  // peer waits on us, or they see our early exit as a remote error.
+  // A bad COLL_TOPO_FILE or COLL_TRANSPORTS is this rank's own mistake:
+  // report it before joining, or peers see our early exit as a remote error.
   if (prefix_.empty()) topo::node_topology();
 
-  Deadline deadline = Deadline::after_ms(timeout_ms_);
-  store_ = std::make_unique<bootstrap::StoreClient>(id, deadline);
   transport_ =
       std::make_unique<Router>(rank_, make_transports(rank_, nranks_, id.secret, segment_tag(id.secret, prefix_)));
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  store_ = std::make_unique<bootstrap::StoreClient>(id, deadline);
 
   // Publish our address, then read everyone's: a rank that never arrives
   // shows up here as a timeout naming it.
@@ -80,6 +81,8 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
           node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]));
     }
   }
+  recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, segment_tag(id.secret, prefix_),
+                                               Router::host_of(addresses_[static_cast<size_t>(rank_)]));
   if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
   if (nranks_ > 1) {
     algo::Ring ring(rank_, nranks_, ring_order_);
@@ -181,36 +184,77 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
 void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs) {
   jobs.clear();
   for (const OpRequest& op : ops)
-    jobs.push_back(Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective)});
+    jobs.push_back(
+        Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective), op.count, op.root});
 }
 
 void Communicator::execute(std::vector<Job>& jobs) {
+  std::unique_lock<std::mutex> running(run_mutex_);
   if (aborted_) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
   // A failed operation may leave receives posted and messages in flight, and
   // the peers' counts of messages no longer match ours: nothing after it
   // could be trusted.
-  if (!failed_.empty())
-    fail(Code::kInvalidUsage, "rank ", rank_, ": an earlier operation on this communicator failed (", failed_,
-         "); destroy it and create a new one");
-  Deadline deadline = Deadline::after_ms(timeout_ms_);
-  if (jobs.size() == 1) {
-    transport_->connect(jobs[0].plan->peers, addresses_, deadline);
-  } else {
-    std::vector<int> peers;
-    for (const Job& j : jobs) peers.insert(peers.end(), j.plan->peers.begin(), j.plan->peers.end());
-    std::sort(peers.begin(), peers.end());
-    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-    transport_->connect(peers, addresses_, deadline);
+  {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (!failed_.empty())
+      fail(Code::kInvalidUsage, "rank ", rank_, ": an earlier operation on this communicator failed (", failed_,
+           "); destroy it and create a new one");
   }
   ++seq_;
-  log::trace(log::kColl, jobs[0].what, " #", seq_, ": ", jobs.size(), " job(s), ", jobs[0].plan->schedule.algorithm,
-             ", ", jobs[0].plan->schedule.steps.size(), " steps");
+  const Job& first = jobs[0];
+  size_t steps = 0;
+  for (const Job& j : jobs) steps += j.plan->schedule.steps.size();
+  OpRecord& record = recorder_->begin(seq_, first.what, first.count, first.dtype, first.op, first.root,
+                                      static_cast<uint32_t>(jobs.size()), static_cast<uint32_t>(steps),
+                                      first.plan->schedule.algorithm);
+  log::trace(log::kColl, first.what, " #", seq_, ": ", jobs.size(), " job(s), ", first.plan->schedule.algorithm, ", ",
+             steps, " steps");
   try {
-    executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline);
+    Deadline deadline = Deadline::after_ms(timeout_ms_, &aborted_);
+    if (jobs.size() == 1) {
+      transport_->connect(first.plan->peers, addresses_, deadline);
+    } else {
+      std::vector<int> peers;
+      for (const Job& j : jobs) peers.insert(peers.end(), j.plan->peers.begin(), j.plan->peers.end());
+      std::sort(peers.begin(), peers.end());
+      peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+      transport_->connect(peers, addresses_, deadline);
+    }
+    executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline, *recorder_, record);
   } catch (const Error& e) {
-    failed_ = e.what();
-    throw;
+    // Messages from below name the rank and peer; add the operation.
+    const std::string where = str_cat(first.what, " #", seq_);
+    Error error =
+        e.code() == Code::kTimeout && aborted_
+            ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
+        : std::string(e.what()).find(where) == std::string::npos
+            ? Error(e.code(), str_cat(where, " (", first.plan->schedule.algorithm, "): ", e.what()))
+            : e;
+    recorder_->end(record, error.what());
+    failed(error);
+    running.unlock();
+    close_if_idle();  // peers blocked on us fail now, not at their timeout
+    if (error.code() == Code::kTimeout) recorder_->dump("timeout");
+    throw error;
   }
+  recorder_->end(record, nullptr);
+  if (aborted_) {  // an abort that came as the operation finished
+    running.unlock();
+    close_if_idle();
+  }
+}
+
+void Communicator::failed(const Error& e) {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (!failed_.empty()) return;
+  failed_ = e.what();
+  failure_code_ = static_cast<coll_result_t>(e.code());
+}
+
+coll_result_t Communicator::async_error(std::string* message) const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (message != nullptr) *message = failed_;
+  return failure_code_;
 }
 
 void Communicator::run(std::span<const OpRequest> ops) {
@@ -256,11 +300,23 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   int new_rank = 0;
   while (members[static_cast<size_t>(new_rank)].second != rank_) ++new_rank;
   std::string prefix = str_cat(prefix_, "split", split, ".color", color, "/");
-  return std::make_unique<Communicator>(static_cast<int>(members.size()), id_, new_rank, prefix);
+  return std::make_unique<Communicator>(static_cast<int>(members.size()), id_, new_rank, prefix, timeout_ms_);
 }
 
+// The executing thread owns the transport (it is not thread-safe): abort
+// only flags the operation in progress, which then fails within
+// Deadline::kCancelCheckMs and closes the transport on its way out. An idle
+// transport is closed here.
 void Communicator::abort() {
   aborted_ = true;
+  recorder_->dump("coll_comm_abort");
+  close_if_idle();
+}
+
+void Communicator::close_if_idle() {
+  std::unique_lock<std::mutex> idle(run_mutex_, std::try_to_lock);
+  if (!idle.owns_lock() || closed_) return;
+  closed_ = true;
   if (transport_) transport_->close();
 }
 

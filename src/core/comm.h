@@ -12,7 +12,9 @@
 #include "algorithms/select.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
+#include "core/error.h"
 #include "core/executor.h"
+#include "core/flight_recorder.h"
 #include "core/router.h"
 #include "core/worker.h"
 #include "transport/transport.h"
@@ -60,8 +62,9 @@ class Communicator {
  public:
   // Joins the job: connects to the store, publishes this rank's transport
   // address under `prefix` (empty for the first communicator of a job),
-  // waits for every rank (COLL_TIMEOUT_MS), connects the ring.
-  Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix = "");
+  // waits for every rank (the timeout), connects the ring. `timeout_ms` 0
+  // takes COLL_TIMEOUT_MS.
+  Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix = "", int64_t timeout_ms = 0);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -75,9 +78,17 @@ class Communicator {
   // ordered by key then by rank here; color < 0 gives null.
   std::unique_ptr<Communicator> split(int color, int key);
 
-  // Closes connections so that peers blocked on us fail fast; later calls fail.
+  // From any thread: ends the operation in progress (within
+  // Deadline::kCancelCheckMs), closes connections so that peers blocked on
+  // us fail fast, and refuses later calls.
   void abort();
   bool aborted() const { return aborted_; }
+
+  // The first failure of any operation, blocking or not, as a code and a
+  // message; COLL_SUCCESS while there was none. Any thread.
+  coll_result_t async_error(std::string* message) const;
+
+  const FlightRecorder& recorder() const { return *recorder_; }
 
  private:
   // Everything a schedule depends on; not the buffers.
@@ -99,6 +110,9 @@ class Communicator {
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
   void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs);
   void execute(std::vector<Job>& jobs);
+  // Records the first failure, then closes the connections (once).
+  void failed(const Error& e);
+  void close_if_idle();
   void place_this_rank();
 
   int rank_;
@@ -123,8 +137,13 @@ class Communicator {
   ChannelCounters counters_;
   uint64_t seq_ = 0;
   int splits_ = 0;
-  std::atomic<bool> aborted_{false};
-  std::string failed_;  // why an operation failed; then every later one fails (touched by the executing thread)
+  std::atomic<bool> aborted_{false};  // also cancels the deadline of the operation in progress
+  std::mutex run_mutex_;              // held while an operation runs: abort closes only an idle transport
+  bool closed_ = false;               // under run_mutex_
+  mutable std::mutex failure_mutex_;
+  std::string failed_;  // why an operation failed; then every later one fails
+  coll_result_t failure_code_ = COLL_SUCCESS;
+  std::unique_ptr<FlightRecorder> recorder_;
   std::unique_ptr<Worker> worker_;  // started by the first non-blocking operation
 };
 

@@ -3,8 +3,12 @@
 // The budget starts at the first look at the clock (the first wait), not at
 // construction: a call that never has to wait never reads the clock, which
 // is a measurable part of a sub-microsecond collective.
+//
+// A deadline may also be cancelled from another thread (coll_comm_abort):
+// it then counts as expired, and waits on it last at most kCancelCheckMs.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -14,9 +18,13 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  static Deadline after_ms(int64_t ms) { return Deadline(ms); }
+  static constexpr int kCancelCheckMs = 50;
 
+  static Deadline after_ms(int64_t ms, const std::atomic<bool>* cancel = nullptr) { return Deadline(ms, cancel); }
+
+  bool cancelled() const { return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed); }
   bool expired() const {
+    if (cancelled()) return true;
     Clock::time_point now = Clock::now();
     return now >= end(now);
   }
@@ -24,6 +32,10 @@ class Deadline {
 
   // Milliseconds left, clamped to [0, cap]; for poll()-style timeouts.
   int remaining_ms(int cap = 1 << 30) const {
+    if (cancel_ != nullptr) {
+      if (cancelled()) return 0;
+      if (cap > kCancelCheckMs) cap = kCancelCheckMs;
+    }
     Clock::time_point now = Clock::now();
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end(now) - now).count();
     if (left < 0) return 0;
@@ -31,7 +43,7 @@ class Deadline {
   }
 
  private:
-  explicit Deadline(int64_t ms) : budget_ms_(ms) {}
+  Deadline(int64_t ms, const std::atomic<bool>* cancel) : budget_ms_(ms), cancel_(cancel) {}
 
   Clock::time_point end(Clock::time_point now) const {
     if (!started_) end_ = now + std::chrono::milliseconds(budget_ms_), started_ = true;
@@ -39,6 +51,7 @@ class Deadline {
   }
 
   int64_t budget_ms_;
+  const std::atomic<bool>* cancel_;
   mutable bool started_ = false;
   mutable Clock::time_point end_{};
 };

@@ -79,7 +79,8 @@ void Executor::combine_piece(const transport::Sink& sink, size_t offset, const v
 }
 
 void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, ChannelCounters& counters,
-                   transport::Transport& transport, const Deadline& deadline) {
+                   transport::Transport& transport, const Deadline& deadline, FlightRecorder& recorder,
+                   OpRecord& record) {
   const Graph* graph = &jobs[0].plan->graph;
   if (jobs.size() > 1) {
     schedules_.clear();
@@ -124,7 +125,7 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
   size_t completed = 0;
   int idle_looks = 0;  // polls in a row that completed nothing
   auto finish = [&](uint32_t i) {
-    ++completed;
+    record.steps_done.store(static_cast<uint32_t>(++completed), std::memory_order_relaxed);
     for (uint32_t k = g.dependents_start[i]; k < g.dependents_start[i + 1]; ++k) {
       uint32_t d = g.dependents[k];
       if (--waiting_[d] == 0 && is_local(g.steps[d]->kind)) local_.push_back(d);
@@ -212,6 +213,12 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
     const bool wait = local_.empty() && idle_looks >= kLooksBeforeWait;
     transport.poll(done_, wait ? deadline.remaining_ms(100) : 0);
     idle_looks = done_.empty() ? idle_looks + 1 : 0;
+    if (wait && done_.empty()) {  // a long wait: say on whom, for the flight recorder
+      if (deadline.cancelled())
+        fail(Code::kInvalidUsage, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].plan->schedule.algorithm,
+             ") was aborted (coll_comm_abort) with ", n - completed, " of ", n, " steps unfinished");
+      if ((idle_looks - kLooksBeforeWait) % 64 == 1) recorder.waiting_on(record, peers_in_flight(g));
+    }
     for (transport::RequestId id : done_) {
       uint32_t i = take(id);
       const Step& s = *g.steps[i];
@@ -234,6 +241,20 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
            " steps unfinished; pending: ", pending.empty() ? "nothing posted" : pending);
     }
   }
+}
+
+std::string Executor::peers_in_flight(const Graph& g) const {
+  std::vector<int> peers;
+  for (const auto& [id, step] : in_flight_)
+    if (step != UINT32_MAX) peers.push_back(g.steps[step]->peer);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  std::string out;
+  for (int p : peers) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(p);
+  }
+  return out;
 }
 
 }  // namespace coll

@@ -10,6 +10,7 @@
 
 #include "algorithms/schedule.h"
 #include "core/deadline.h"
+#include "core/flight_recorder.h"
 #include "transport/transport.h"
 
 #include <coll/coll.h>
@@ -66,6 +67,8 @@ struct Job {
   coll_datatype_t dtype = COLL_UINT8;
   coll_redop_t op = COLL_SUM;
   const char* what = "";  // "allreduce", for messages
+  size_t count = 0;       // as the caller gave it, for the flight recorder
+  int root = 0;
 };
 
 // Message counters per peer rank and direction. Both ends of a pair count
@@ -78,11 +81,16 @@ struct ChannelCounters {
 
 class Executor {
  public:
-  // Throws coll::Error; on kTimeout the message lists what was pending.
+  // Throws coll::Error; on kTimeout the message lists what was pending, and
+  // a cancelled deadline (coll_comm_abort) ends it within kCancelCheckMs.
+  // `record` follows the steps done and, in long waits, the peers waited on.
   void run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, ChannelCounters& counters,
-           transport::Transport& transport, const Deadline& deadline);
+           transport::Transport& transport, const Deadline& deadline, FlightRecorder& recorder, OpRecord& record);
 
  private:
+  // "1,3": the peers of the requests still in flight.
+  std::string peers_in_flight(const Graph& g) const;
+
   // The batch's graph when it holds several jobs (one job uses its plan's).
   Graph batch_;
   std::vector<const algo::Schedule*> schedules_;
