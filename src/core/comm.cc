@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/op_signature.h"
 #include "reduce/reduce.h"
 #include "topology/bind.h"
 #include "topology/load.h"
@@ -184,8 +185,8 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
 void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs) {
   jobs.clear();
   for (const OpRequest& op : ops)
-    jobs.push_back(
-        Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective), op.count, op.root});
+    jobs.push_back(Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective), op.count,
+                       op.root, signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits()});
 }
 
 void Communicator::execute(std::vector<Job>& jobs) {
@@ -224,14 +225,19 @@ void Communicator::execute(std::vector<Job>& jobs) {
   } catch (const Error& e) {
     // Messages from below name the rank and peer; add the operation.
     const std::string where = str_cat(first.what, " #", seq_);
+    const auto* mismatch = dynamic_cast<const transport::Mismatch*>(&e);
     Error error =
-        e.code() == Code::kTimeout && aborted_
+        mismatch != nullptr
+            ? Error(Code::kInvalidUsage,
+                    str_cat("rank ", rank_, ": ", where, ": rank ", mismatch->peer, " called a different operation: ",
+                            describe_mismatch(mismatch->want_tag, mismatch->got_tag), " (", e.what(), ")"))
+        : e.code() == Code::kTimeout && aborted_
             ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
         : std::string(e.what()).find(where) == std::string::npos
             ? Error(e.code(), str_cat(where, " (", first.plan->schedule.algorithm, "): ", e.what()))
             : e;
     recorder_->end(record, error.what());
-    failed(error);
+    if (!aborted_) failed(error);  // an abort is the caller's doing, not an error found in the background
     running.unlock();
     close_if_idle();  // peers blocked on us fail now, not at their timeout
     if (error.code() == Code::kTimeout) recorder_->dump("timeout");
@@ -317,7 +323,13 @@ void Communicator::close_if_idle() {
   std::unique_lock<std::mutex> idle(run_mutex_, std::try_to_lock);
   if (!idle.owns_lock() || closed_) return;
   closed_ = true;
-  if (transport_) transport_->close();
+  // Peers learn why: our abort (a remote error for them), or our failure.
+  Error why(Code::kRemote, str_cat("rank ", rank_, ": the communicator was aborted (coll_comm_abort)"));
+  {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (!failed_.empty() && !aborted_) why = Error(static_cast<Code>(failure_code_), failed_);
+  }
+  if (transport_) transport_->close(&why);
 }
 
 }  // namespace coll

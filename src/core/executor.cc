@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/op_signature.h"
 #include "reduce/reduce.h"
 
 #include <algorithm>
@@ -138,9 +139,8 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
       const Graph::Channel& ch = g.sends[c];
       while (send_next_[c] < ch.steps.size() && waiting_[ch.steps[send_next_[c]]] == 0) {
         uint32_t i = ch.steps[send_next_[c]++];
-        in_flight_.emplace_back(transport.post_send(ch.peer, address(i, g.steps[i]->src), g.steps[i]->bytes,
-                                                    counters.sent[static_cast<size_t>(ch.peer)]++),
-                                i);
+        const uint64_t tag = make_tag(jobs[g.job_of[i]].signature, counters.sent[static_cast<size_t>(ch.peer)]++);
+        in_flight_.emplace_back(transport.post_send(ch.peer, address(i, g.steps[i]->src), g.steps[i]->bytes, tag), i);
       }
     }
     for (size_t c = 0; c < g.recvs.size(); ++c) {
@@ -148,7 +148,7 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
       while (recv_next_[c] < ch.steps.size() && waiting_[ch.steps[recv_next_[c]]] == 0) {
         uint32_t i = ch.steps[recv_next_[c]];
         const Step& s = *g.steps[i];
-        const uint64_t tag = counters.received[static_cast<size_t>(ch.peer)];
+        const uint64_t tag = make_tag(jobs[g.job_of[i]].signature, counters.received[static_cast<size_t>(ch.peer)]);
         if (s.kind == OpKind::kRecvReduce && transport.delivers_pieces_from(ch.peer)) {
           const Job& job = jobs[g.job_of[i]];
           combine_[i] = Combine{job.dtype, job.op, job.plan->schedule.elem_size, address(i, s.dst), address(i, s.src)};

@@ -161,8 +161,8 @@ std::string Router::pending_with(int peer) const {
   return transports_[route_[static_cast<size_t>(peer)]]->pending_with(peer);
 }
 
-void Router::close() {
-  for (auto& t : transports_) t->close();
+void Router::close(const Error* why) {
+  for (auto& t : transports_) t->close(why);
 }
 
 std::string Router::slowest_for(const std::vector<std::string>& addresses) const {

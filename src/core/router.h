@@ -30,7 +30,7 @@ class Router final : public transport::Transport {
   transport::RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const transport::Sink& sink) override;
   void poll(std::vector<transport::RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
-  void close() override;
+  void close(const Error* why) override;
   bool reaches(const std::string&) const override { return true; }
 
   // The slowest transport any pair of ranks will use: the last, in

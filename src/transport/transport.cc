@@ -11,6 +11,17 @@ std::string check_match(uint64_t tag, uint64_t bytes, uint64_t want_tag, uint64_
                  ") were expected: the ranks called different collectives, counts or datatypes");
 }
 
+void check_match_or_fail(int self, int peer, const std::string& peer_name, uint64_t tag, uint64_t bytes,
+                         uint64_t want_tag, uint64_t want_bytes) {
+  std::string bad = check_match(tag, bytes, want_tag, want_bytes);
+  if (!bad.empty()) throw Mismatch(str_cat("rank ", self, ": from ", peer_name, ": ", bad), peer, tag, want_tag);
+}
+
+void fail_with_notice(int self, const std::string& peer, int code, const std::string& reason) {
+  const Code here = code == static_cast<int>(Code::kInvalidUsage) ? Code::kInvalidUsage : Code::kRemote;
+  fail(here, "rank ", self, ": ", peer, " gave up: ", reason.substr(0, kMaxNoticeBytes));
+}
+
 RequestId Transport::post_recv_sink(int peer, size_t, uint64_t, const Sink&) {
   fail(Code::kInternal, capabilities().name, ": post_recv_sink from rank ", peer,
        ", but this transport does not deliver pieces");

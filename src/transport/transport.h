@@ -16,6 +16,7 @@
 
 #include "core/auth.h"
 #include "core/deadline.h"
+#include "core/error.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -81,8 +82,11 @@ class Transport {
   // A short description of what is pending with `peer`, for timeout messages.
   virtual std::string pending_with(int peer) const = 0;
 
-  // Closes every connection; peers see their connection end (abort).
-  virtual void close() = 0;
+  // Closes every connection; peers see their connection end. `why` is this
+  // rank's failure (null for an abort): where the transport can, it tells the
+  // peers, so that every rank reports a failure by its origin (the rank that
+  // died first, the operations that disagreed) rather than by its neighbour.
+  virtual void close(const Error* why) = 0;
 
   // Whether this transport can connect to the rank whose local_address() is
   // `peer_address` (shared memory: only on the same node).
@@ -92,6 +96,26 @@ class Transport {
 // Empty when a message (tag, bytes) answers a receive posted for
 // (want_tag, want_bytes); else why not. Every transport checks with it.
 std::string check_match(uint64_t tag, uint64_t bytes, uint64_t want_tag, uint64_t want_bytes);
+
+// A message that does not answer the receive it met: the two ranks disagree
+// on what they are doing (kInvalidUsage). The tags travel with it, for the
+// core to say what differs: a transport does not know what tags mean.
+class Mismatch : public Error {
+ public:
+  Mismatch(const std::string& message, int peer, uint64_t got_tag, uint64_t want_tag)
+      : Error(Code::kInvalidUsage, message), peer(peer), got_tag(got_tag), want_tag(want_tag) {}
+  int peer;
+  uint64_t got_tag, want_tag;
+};
+// Throws Mismatch when (tag, bytes) does not answer (want_tag, want_bytes).
+void check_match_or_fail(int self, int peer, const std::string& peer_name, uint64_t tag, uint64_t bytes,
+                         uint64_t want_tag, uint64_t want_bytes);
+
+// The error a peer's failure notice becomes here: ranks that disagree stay
+// kInvalidUsage everywhere; anything else is, for us, a remote error.
+[[noreturn]] void fail_with_notice(int self, const std::string& peer, int code, const std::string& reason);
+// A notice's text is bounded: this much is kept, the rest cut.
+constexpr size_t kMaxNoticeBytes = 1024;
 
 // TCP sockets over the interface COLL_SOCKET_IFNAME picks (transport/tcp/).
 std::unique_ptr<Transport> make_tcp_transport(int rank, int nranks, const auth::Secret& secret);

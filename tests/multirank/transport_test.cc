@@ -176,7 +176,7 @@ TEST_P(Conformance, AbortMidTransferFailsBothEnds) {
         // has and is left mid-transfer. (Polling here could take all 64 MiB
         // before the abort when the sender keeps up, and the test would race.)
         usleep(300000);
-        link.transport->close();
+        link.transport->close(nullptr);
         EXPECT_THROW(link.transport->poll(done, 5), Error);
         usleep(3000000);  // stay alive: the peer must see the abort, not our exit
       },

@@ -59,13 +59,26 @@ TEST(Socket, AddressesParseAndPrint) {
   EXPECT_THROW(net::SockAddr::parse("[::1:81", "t"), Error);
 }
 
-TEST(TcpFrame, HeadersAreCheckedAgainstThePostedReceive) {
+TEST(TcpFrame, HeadersAreChecked) {
   using transport::tcp::check_frame;
-  using transport::tcp::FrameHeader;
-  EXPECT_EQ(check_frame({transport::tcp::kFrameMagic, 0, 5, 100}, 5, 100), "");
-  EXPECT_NE(check_frame({0, 0, 5, 100}, 5, 100), "");
-  EXPECT_NE(check_frame({transport::tcp::kFrameMagic, 0, 6, 100}, 5, 100), "");
-  EXPECT_NE(check_frame({transport::tcp::kFrameMagic, 0, 5, 101}, 5, 100).find("101 bytes"), std::string::npos);
+  using transport::tcp::kFrameMagic;
+  EXPECT_EQ(check_frame({kFrameMagic, transport::tcp::kFrameData, 5, 100}), "");
+  EXPECT_NE(check_frame({0, 0, 5, 100}).find("magic"), std::string::npos);
+  EXPECT_NE(check_frame({kFrameMagic, 7, 5, 100}).find("kind 7"), std::string::npos);
+}
+
+TEST(Transport, AMessageMustAnswerItsReceive) {
+  EXPECT_NO_THROW(transport::check_match_or_fail(0, 1, "rank 1", 5, 100, 5, 100));
+  try {
+    transport::check_match_or_fail(0, 1, "rank 1", 6, 101, 5, 100);
+    FAIL() << "no mismatch";
+  } catch (const transport::Mismatch& m) {
+    EXPECT_EQ(m.code(), Code::kInvalidUsage);
+    EXPECT_EQ(m.peer, 1);
+    EXPECT_EQ(m.got_tag, 6u);
+    EXPECT_EQ(m.want_tag, 5u);
+    EXPECT_NE(std::string(m.what()).find("101 bytes"), std::string::npos) << m.what();
+  }
 }
 
 }  // namespace

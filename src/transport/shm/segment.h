@@ -56,6 +56,8 @@ struct alignas(64) SegmentHeader {
   std::atomic<uint32_t> sleepers;              // the owner is (about to be) asleep on the doorbell
   alignas(64) std::atomic<int32_t> attached;   // local peers that have mapped this segment
   std::atomic<uint32_t> aborted;               // the owner aborted: its peers must stop waiting on it
+  int32_t notice_code;                         // why, when it failed (written before `aborted`)
+  char notice[1024];                           // NUL-terminated; empty for a plain abort
 };
 
 class Segment {

@@ -4,8 +4,10 @@
 #include "core/error.h"
 #include "core/log.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -118,6 +120,7 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     Peer& p = peers_.emplace_back();
     p.rank = r;
     p.pid = parsed[static_cast<size_t>(r)].pid;
+    p.pidfd = net::Fd(static_cast<int>(syscall(SYS_pidfd_open, p.pid, 0)));  // -1 on kernels before 5.3
     p.index_here = index_of(r);
     p.index_there = index_of(rank_);
     while (!Segment::try_open(parsed[static_cast<size_t>(r)].segment, &p.segment)) {
@@ -285,8 +288,7 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
     if (slot.seq.load(std::memory_order_acquire) != tail + 1) break;  // not yet published
     Op& op = p.recvs.front();
     if (!op.started) {
-      std::string bad = check_match(slot.tag, slot.total, op.tag, op.bytes);
-      if (!bad.empty()) fail(Code::kInvalidUsage, "rank ", rank_, ": from rank ", p.rank, " (shm): ", bad);
+      check_match_or_fail(rank_, p.rank, name(p), slot.tag, slot.total, op.tag, op.bytes);
       op.started = true;
     }
     if (slot.kind == SlotKind::kInline) {
@@ -329,11 +331,25 @@ bool ShmTransport::progress(std::vector<RequestId>& done) {
   return moved;
 }
 
+std::string ShmTransport::name(const Peer& p) const {
+  return str_cat("rank ", p.rank, " (host ", host_id_, ", pid ", p.pid, ", shm)");
+}
+
 void ShmTransport::check_alive(const Peer& p) const {
-  if (p.segment.header().aborted.load(std::memory_order_acquire) != 0)
-    fail(Code::kRemote, "rank ", rank_, ": rank ", p.rank, " (pid ", p.pid, ", shm) aborted its communicator");
-  if (kill(p.pid, 0) != 0 && errno == ESRCH)
-    fail(Code::kRemote, "rank ", rank_, ": rank ", p.rank, " (pid ", p.pid, ", shm) has exited");
+  const SegmentHeader& h = p.segment.header();
+  if (h.aborted.load(std::memory_order_acquire) != 0) {
+    const std::string notice(h.notice, strnlen(h.notice, sizeof(h.notice)));
+    if (!notice.empty()) fail_with_notice(rank_, name(p), h.notice_code, notice);
+    fail(Code::kRemote, "rank ", rank_, ": ", name(p), " aborted its communicator");
+  }
+  bool exited = false;
+  if (p.pidfd.valid()) {
+    pollfd gone{p.pidfd.get(), POLLIN, 0};
+    exited = ::poll(&gone, 1, 0) == 1;
+  } else {
+    exited = kill(p.pid, 0) != 0 && errno == ESRCH;
+  }
+  if (exited) fail(Code::kRemote, "rank ", rank_, ": ", name(p), " has exited (killed or crashed?)");
 }
 
 void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
@@ -376,11 +392,18 @@ std::string ShmTransport::pending_with(int rank) const {
   return out;
 }
 
-// Peers blocked on us see the flag at their next look (they are woken for it).
-void ShmTransport::close() {
+// Peers blocked on us see the flag, and why, at their next look (they are
+// woken for it).
+void ShmTransport::close(const Error* why) {
   closed_ = true;
   if (!own_.mapped()) return;
-  own_.header().aborted.store(1, std::memory_order_release);
+  SegmentHeader& h = own_.header();
+  if (why != nullptr) {
+    h.notice_code = static_cast<int32_t>(why->code());
+    std::strncpy(h.notice, why->what(), sizeof(h.notice) - 1);
+    h.notice[sizeof(h.notice) - 1] = '\0';
+  }
+  h.aborted.store(1, std::memory_order_release);
   for (Peer& p : peers_) ring_bell(p.segment.header());
   own_.unlink();
 }

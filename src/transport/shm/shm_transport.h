@@ -18,6 +18,7 @@
 // copy fewer than receiving into a staging buffer first.
 #pragma once
 
+#include "core/socket.h"
 #include "transport/shm/segment.h"
 #include "transport/transport.h"
 
@@ -61,7 +62,7 @@ class ShmTransport final : public Transport {
   RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const Sink& sink) override;
   void poll(std::vector<RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
-  void close() override;
+  void close(const Error* why) override;
   bool reaches(const std::string& peer_address) const override;
 
   static constexpr size_t kSingleCopyBytes = 256 << 10;
@@ -82,6 +83,7 @@ class ShmTransport final : public Transport {
   struct Peer {
     int rank = -1;
     int pid = 0;
+    net::Fd pidfd;                   // becomes readable when the peer process exits (no pid reuse race)
     uint32_t index_here = 0;         // its ring in our segment
     uint32_t index_there = 0;        // our ring in its segment
     Segment segment;                 // its inbound segment (we write into it)
@@ -104,6 +106,7 @@ class ShmTransport final : public Transport {
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
   void ring_bell(SegmentHeader& h);
   void check_alive(const Peer& p) const;
+  std::string name(const Peer& p) const;
   Peer& peer(int rank, const char* doing);
 
   int rank_;

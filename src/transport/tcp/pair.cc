@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -15,9 +16,10 @@ namespace {
 constexpr size_t kMaxPerSyscall = size_t{1} << 30;
 }  // namespace
 
-std::string check_frame(const FrameHeader& got, uint64_t tag, size_t bytes) {
+std::string check_frame(const FrameHeader& got) {
   if (got.magic != kFrameMagic) return str_cat("bad frame magic 0x", std::hex, got.magic);
-  return check_match(got.tag, got.bytes, tag, bytes);
+  if (got.kind != kFrameData) return str_cat("unknown frame kind ", got.kind);
+  return {};
 }
 
 Pair::Pair(int self, int peer, net::Fd fd, std::string peer_address)
@@ -26,7 +28,7 @@ Pair::Pair(int self, int peer, net::Fd fd, std::string peer_address)
 std::string Pair::name() const { return str_cat("rank ", peer_, " (", peer_address_, ")"); }
 
 void Pair::post_send(RequestId id, const void* data, size_t bytes, uint64_t tag) {
-  Op op{id, const_cast<char*>(static_cast<const char*>(data)), bytes, tag, {kFrameMagic, 0, tag, bytes}};
+  Op op{id, const_cast<char*>(static_cast<const char*>(data)), bytes, tag, {kFrameMagic, kFrameData, tag, bytes}};
   sends_.push_back(op);
 }
 
@@ -36,6 +38,7 @@ void Pair::post_recv(RequestId id, void* data, size_t bytes, uint64_t tag) {
 
 void Pair::lost(const char* doing, int err) {
   if (!fd_.valid()) fail(Code::kRemote, "rank ", self_, ": connection to ", name(), " was closed by abort");
+  look_for_notice();
   if (err == 0)
     fail(Code::kRemote, "rank ", self_, ": ", name(), " closed the connection while we were ", doing,
          " (did it exit, crash or abort?)");
@@ -110,9 +113,12 @@ bool Pair::progress_recvs(std::vector<RequestId>& done) {
       if (op.header_done < sizeof(FrameHeader)) {
         op.header_done += static_cast<size_t>(n);
         if (op.header_done == sizeof(FrameHeader)) {
-          std::string bad = check_frame(op.header, op.tag, op.bytes);
+          if (op.header.magic == kFrameMagic && op.header.kind == kFrameNotice) take_notice(op.header);
+          std::string bad = check_frame(op.header);
           if (!bad.empty())
-            fail(Code::kInvalidUsage, "rank ", self_, ": from ", name(), ", message #", received_messages_, ": ", bad);
+            fail(Code::kRemote, "rank ", self_, ": from ", name(), ", message #", received_messages_, ": ", bad,
+                 " (not coll's framing: the stream is corrupt)");
+          check_match_or_fail(self_, peer_, name(), op.header.tag, op.header.bytes, op.tag, op.bytes);
         }
       } else {
         op.payload_done += static_cast<size_t>(n);
@@ -127,14 +133,68 @@ bool Pair::progress_recvs(std::vector<RequestId>& done) {
   return moved;
 }
 
-// Abort resets the connection (linger 0: close sends RST), so that a peer
-// blocked sending to us fails at once. A mere shutdown would leave it
-// waiting, while our unread data sat in the socket, until this process exits.
-void Pair::shutdown() {
+// A notice goes out only between frames (it cannot interrupt one), and
+// only if the socket takes it at once: the connection ends anyway.
+// Then the connection is reset (linger 0: close sends RST), so that a peer
+// blocked sending to us fails at once; a mere close would leave it waiting
+// while our unread data sat in the socket. With a notice sent, the unread
+// data is drained and the close is orderly, so that the RST (which would
+// make the peer drop what it has not read) comes only if it sends again.
+void Pair::shutdown(const Error* why) {
   if (!fd_.valid()) return;
-  linger reset{1, 0};
-  setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  bool told = false;
+  if (why != nullptr && (sends_.empty() || sends_.front().header_done == 0)) {
+    const std::string text = std::string(why->what()).substr(0, kMaxNoticeBytes);
+    FrameHeader h{kFrameMagic, kFrameNotice, static_cast<uint64_t>(why->code()), text.size()};
+    iovec iov[2] = {{&h, sizeof(h)}, {const_cast<char*>(text.data()), text.size()}};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 2;
+    told = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(sizeof(h) + text.size());
+  }
+  if (told) {
+    char sink[4096];
+    for (int i = 0; i < 256 && ::recv(fd_.get(), sink, sizeof(sink), MSG_DONTWAIT) > 0; ++i) {
+    }
+    ::shutdown(fd_.get(), SHUT_WR);
+  } else {
+    linger reset{1, 0};
+    setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  }
   fd_.reset();
+}
+
+void Pair::take_notice(const FrameHeader& notice) {
+  if (notice.bytes > kMaxNoticeBytes)
+    fail(Code::kRemote, "rank ", self_, ": ", name(), " sent a notice of ", notice.bytes, " bytes (at most ",
+         kMaxNoticeBytes, "): the stream is corrupt");
+  std::string text(notice.bytes, '\0');
+  size_t got = 0;
+  // The notice was sent in one piece right after its header: it is here or
+  // about to be. Wait a little for it, not for a peer that is gone.
+  for (int tries = 0; got < text.size() && tries < 100;) {
+    ssize_t n = ::recv(fd_.get(), text.data() + got, text.size() - got, MSG_DONTWAIT);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      break;
+    } else {
+      pollfd p{fd_.get(), POLLIN, 0};
+      ::poll(&p, 1, 10);
+      ++tries;
+    }
+  }
+  text.resize(got);
+  fail_with_notice(self_, name(), static_cast<int>(notice.tag), text);
+}
+
+void Pair::look_for_notice() {
+  if (!recvs_.empty() && recvs_.front().header_done > 0) return;  // mid-frame: what follows is not a header
+  FrameHeader h{};
+  if (::recv(fd_.get(), &h, sizeof(h), MSG_DONTWAIT | MSG_PEEK) != static_cast<ssize_t>(sizeof(h))) return;
+  if (h.magic != kFrameMagic || h.kind != kFrameNotice) return;
+  ::recv(fd_.get(), &h, sizeof(h), MSG_DONTWAIT);
+  take_notice(h);
 }
 
 std::string Pair::describe_pending() const {

@@ -1,8 +1,10 @@
 // One TCP connection between this rank and a peer: two FIFO queues of
 // posted messages (send, receive) and the framing that matches them.
 //
-// Frame: {magic u32, reserved u32, tag u64, bytes u64} then `bytes` of
-// payload, read straight into the posted buffer (no staging copy).
+// Frame: {magic u32, kind u32, tag u64, bytes u64} then `bytes` of
+// payload, read straight into the posted buffer (no staging copy). A frame
+// of kind kNotice is the sender's last word before it closes: tag is its
+// error code, the payload (at most kMaxNoticeBytes) its message.
 #pragma once
 
 #include "core/socket.h"
@@ -17,17 +19,19 @@ namespace coll::transport::tcp {
 #pragma pack(push, 1)
 struct FrameHeader {
   uint32_t magic;
-  uint32_t reserved;
+  uint32_t kind;
   uint64_t tag;
   uint64_t bytes;
 };
 #pragma pack(pop)
 
 constexpr uint32_t kFrameMagic = 0x50544c43;  // "CLTP"
+constexpr uint32_t kFrameData = 0;
+constexpr uint32_t kFrameNotice = 1;
 
-// Empty when `got` answers a receive posted for (tag, bytes); else why not.
+// Empty when `got` is a data frame header; else what is wrong with it.
 // Pure, so that it can be fuzzed and unit-tested.
-std::string check_frame(const FrameHeader& got, uint64_t tag, size_t bytes);
+std::string check_frame(const FrameHeader& got);
 
 class Pair {
  public:
@@ -42,7 +46,9 @@ class Pair {
 
   bool idle() const { return sends_.empty() && recvs_.empty(); }
   int fd() const { return fd_.get(); }
-  void shutdown();
+  // Closes the connection, first telling the peer `why` when the send
+  // direction is between frames (see pair.cc).
+  void shutdown(const Error* why);
   std::string describe_pending() const;
 
  private:
@@ -59,6 +65,11 @@ class Pair {
   bool progress_sends(std::vector<RequestId>& done);
   bool progress_recvs(std::vector<RequestId>& done);
   [[noreturn]] void lost(const char* doing, int err);
+  // After a frame header of kind kNotice: reads its text and fails with it.
+  [[noreturn]] void take_notice(const FrameHeader& notice);
+  // Whether the peer's last word is waiting in the socket (a send that
+  // failed may find it): fails with it if so.
+  void look_for_notice();
   std::string name() const;
 
   int self_;

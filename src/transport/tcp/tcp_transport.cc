@@ -181,8 +181,8 @@ std::string TcpTransport::pending_with(int peer) const {
   return it == pairs_.end() ? str_cat("no connection to rank ", peer) : it->second->describe_pending();
 }
 
-void TcpTransport::close() {
-  for (auto& [peer, p] : pairs_) p->shutdown();
+void TcpTransport::close(const Error* why) {
+  for (auto& [peer, p] : pairs_) p->shutdown(why);
   closed_ = true;
 }
 

@@ -27,7 +27,7 @@ class TcpTransport final : public Transport {
   RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
   void poll(std::vector<RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
-  void close() override;
+  void close(const Error* why) override;
   bool reaches(const std::string&) const override { return true; }
 
  private:
