@@ -240,7 +240,7 @@ void Communicator::execute(std::vector<Job>& jobs) {
     if (!aborted_) failed(error);  // an abort is the caller's doing, not an error found in the background
     running.unlock();
     close_if_idle();  // peers blocked on us fail now, not at their timeout
-    if (error.code() == Code::kTimeout) recorder_->dump("timeout");
+    recorder_->dump(error.code() == Code::kTimeout ? "timeout" : "error");
     throw error;
   }
   recorder_->end(record, nullptr);

@@ -17,8 +17,8 @@ const std::vector<Setting>& settings() {
       {"COLL_DEBUG_SUBSYS", "string", "ALL", "", "subsystems to log: INIT,BOOT,NET,COLL,LAUNCH; a leading ^ excludes"},
       {"COLL_TIMEOUT_MS", "int", "600000", "ms", "longest wait for a peer in any blocking call before COLL_TIMEOUT"},
       {"COLL_FLIGHT_RECORDER_DIR", "string", "", "",
-       "where each rank writes its flight recorder (its last operations) on a timeout, on coll_comm_abort and on "
-       "SIGUSR1; tools/colldiag reads them"},
+       "where each rank writes its flight recorder (its last operations) when an operation fails, on "
+       "coll_comm_abort and on SIGUSR1; tools/colldiag reads them"},
       {"COLL_SOCKET_IFNAME", "string", "", "",
        "network interfaces to use, by prefix (eth,ib); ^ excludes (^docker,lo); =name is exact"},
       {"COLL_ALGO", "string", "", "",

@@ -1,8 +1,8 @@
 // The flight recorder: each communicator keeps its last kEntries operations
 // (sequence number, collective, size, algorithm, steps done, the peers a
 // long wait is on, timestamps, outcome) so that a hang can be located after
-// the fact. Dumped as text to COLL_FLIGHT_RECORDER_DIR on a timeout, on
-// coll_comm_abort and on SIGUSR1; tools/colldiag merges the dumps of all
+// the fact. Dumped as text to COLL_FLIGHT_RECORDER_DIR when an operation
+// fails (a timeout, a dead peer), on coll_comm_abort and on SIGUSR1; tools/colldiag merges the dumps of all
 // ranks and names the ranks that are behind.
 //
 // Cheap enough for every call: a record is a fixed-size slot (no

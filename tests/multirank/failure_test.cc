@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -196,6 +198,49 @@ TEST_P(DeadRank, EveryRankLearnsWhoDiedAndWhere) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, DeadRank, ::testing::Values("tcp", "shm", "mixed"),
                          [](const auto& info) { return std::string(info.param); });
+
+// Rank 2 stops after two allreduces; ranks 0 and 1 fail in the third (a
+// timeout, or the other's notice) and dump their flight recorders; rank 2 dumps on SIGUSR1, as an operator
+// would ask a hung rank to. colldiag merges the three and names rank 2.
+TEST(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
+  char dir_template[] = "/tmp/coll-fr-test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  run_ranks(
+      3,
+      [&](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        std::vector<float> v(1000, 1.0f);
+        for (int i = 0; i < 2; ++i)
+          ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+        if (rank == 2) {
+          raise(SIGUSR1);  // the recorder's thread writes the dump
+          std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        } else {
+          // The first to time out tells the other, which may hear it before its own timeout.
+          coll_result_t r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
+          EXPECT_TRUE(r == COLL_TIMEOUT || r == COLL_REMOTE_ERROR) << last_error(comm);
+        }
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "1500"}, {"COLL_FLIGHT_RECORDER_DIR", dir}}});
+  std::string out;
+  FILE* p = popen((std::string(COLL_COLLDIAG) + " " + dir + " 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  EXPECT_EQ(pclose(p), 0) << out;
+  std::printf("%s", out.c_str());
+  EXPECT_NE(out.find("3 ranks, dumps from 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("dumped on timeout"), std::string::npos) << out;
+  EXPECT_NE(out.find("dumped on SIGUSR1"), std::string::npos) << out;
+  EXPECT_NE(out.find("count 1000 float32): failed, step"), std::string::npos) << out;
+  EXPECT_NE(out.find("pending: 1 receive(s) from rank 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("behind: rank(s) 2 have not reached operation #3"), std::string::npos) << out;
+  EXPECT_NE(out.find("verdict: look at rank(s) 2\n"), std::string::npos) << out;
+  std::system(("rm -rf " + dir).c_str());
+}
 
 // Ranks that call different operations: the first message that meets the
 // wrong receive says so, and every rank ends with COLL_INVALID_USAGE naming
