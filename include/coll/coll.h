@@ -232,6 +232,17 @@ COLL_API coll_result_t coll_group_end(void);
 #define COLL_SPLIT_NOCOLOR (-1)
 COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, coll_comm_t* newcomm);
 
+/* The survivors of a failure go on without the dead: every rank that is not
+ * in exclude_ranks[0..n) calls it (the excluded do not), also on a
+ * communicator whose operations failed or that was aborted, and they form
+ * *newcomm, in their old order (old rank 3 of 0..3 without 2 becomes 2).
+ * As ULFM's MPI_Comm_shrink, the survivors agree on who is gone: the union
+ * of their exclusion lists, and any rank that does not arrive within the
+ * timeout. The rendezvous needs no store of the old communicator (rank 0 may
+ * be the dead one). A survivor that another excluded gets
+ * COLL_INVALID_USAGE. The old communicator must still be destroyed. */
+COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm);
+
 /* ---------------------------------------------------------------------------
  * Non-blocking forms: same arguments, plus *request, which the call fills.
  * The operation runs in the background (a thread per communicator) while the

@@ -8,11 +8,11 @@
 
 namespace coll::bootstrap {
 
-StoreClient::StoreClient(const UniqueId& id, const Deadline& deadline) : address_(id.store_address) {
+StoreClient::StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank) : address_(id.store_address) {
   std::string what = str_cat("bootstrap store at ", address_);
   net::SockAddr addr = net::SockAddr::parse(address_, "bootstrap store address");
   fd_ = net::connect_to(addr, deadline, what);
-  auth::client_handshake(fd_.get(), id.secret, kStorePurpose, kStoreClientIdentity, deadline, what);
+  auth::client_handshake(fd_.get(), id.secret, kStorePurpose, rank, deadline, what);
 }
 
 std::string StoreClient::request(uint32_t op, const std::string& key, const std::string& value,

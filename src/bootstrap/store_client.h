@@ -15,7 +15,9 @@ namespace coll::bootstrap {
 class StoreClient {
  public:
   // Connects (retrying while the store is not up yet) and authenticates.
-  StoreClient(const UniqueId& id, const Deadline& deadline);
+  // `rank` identifies the job's first communicator of each rank (whose
+  // goodbyes end the store); others pass kStoreClientIdentity.
+  StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank);
 
   void set(const std::string& key, const std::string& value, const Deadline& deadline);
   // Waits until the key exists. `waiting_for` completes the timeout message,

@@ -33,7 +33,7 @@ struct StoreReplyHeader {
 constexpr uint32_t kMaxKeyBytes = 4096;
 constexpr uint64_t kMaxValueBytes = 16u << 20;
 constexpr const char* kStorePurpose = "store";
-constexpr uint32_t kStoreClientIdentity = 0xffffffffu;
+constexpr uint32_t kStoreClientIdentity = 0xffffffffu;  // a client that is not a rank's first communicator
 
 // Checks a request header from the wire; returns an empty string when it is
 // acceptable, else why not. Pure, so that it can be fuzzed.

@@ -35,6 +35,8 @@ struct Conn {
   net::Fd fd;
   std::string peer;
   bool authenticated = false;
+  uint32_t identity = kStoreClientIdentity;  // a rank's first communicator: its rank
+  bool said_bye = false;
   auth::Nonce nonce{};
   std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
   std::string in;
@@ -64,6 +66,10 @@ StoreServer::StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secr
 StoreServer* StoreServer::start(const net::SockAddr& bind_addr, const auth::Secret& secret) {
   net::SockAddr bound;
   net::Fd listener = net::listen_on(bind_addr, &bound, "bootstrap store");
+  return start_on(std::move(listener), bound, secret);
+}
+
+StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound, const auth::Secret& secret) {
   auto* server = new StoreServer(std::move(listener), bound, secret);
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
@@ -89,12 +95,18 @@ void StoreServer::run() {
   std::map<int, std::unique_ptr<Conn>> conns;
   std::map<std::string, std::string> data;
   int byes = 0;
+  int gone = 0;  // ranks whose first communicator left without a goodbye: they died
   int expected_byes = -1;
 
   auto close_conn = [&](int fd, const std::string& why) {
     auto it = conns.find(fd);
     if (it == conns.end()) return;
     if (!why.empty()) log::warn(log::kBoot, "bootstrap store: closing connection from ", it->second->peer, ": ", why);
+    const Conn& c = *it->second;
+    if (c.authenticated && c.identity != kStoreClientIdentity && !c.said_bye) {
+      ++gone;
+      log::info(log::kBoot, "bootstrap store: rank ", c.identity, " left without a goodbye (did it die?)");
+    }
     epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
     conns.erase(it);
   };
@@ -141,6 +153,7 @@ void StoreServer::run() {
       auto proof = auth::make_server_proof(secret_, kStorePurpose, hello.identity, hello.nonce);
       c.out.append(reinterpret_cast<const char*>(&proof), sizeof(proof));
       c.authenticated = true;
+      c.identity = hello.identity;
     }
     while (c.waiting_key.empty() && c.in.size() >= sizeof(StoreRequestHeader)) {
       StoreRequestHeader h;
@@ -182,6 +195,7 @@ void StoreServer::run() {
           if (value.size() == sizeof(nranks)) std::memcpy(&nranks, value.data(), sizeof(nranks));
           expected_byes = nranks;
           ++byes;
+          c.said_bye = true;
           c.out += reply(0, "");
           break;
         }
@@ -191,7 +205,9 @@ void StoreServer::run() {
   };
 
   std::vector<epoll_event> events(64);
-  while (!stopping_ && !(expected_byes > 0 && byes >= expected_byes)) {
+  // Until every rank said goodbye, or died: a dead rank must not keep the
+  // store (its thread, socket and connections) alive in the survivors.
+  while (!stopping_ && !(expected_byes > 0 && byes + gone >= expected_byes)) {
     int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 500);
     for (int i = 0; i < n; ++i) {
       int fd = events[i].data.fd;
@@ -264,7 +280,8 @@ void StoreServer::run() {
       if (!c->authenticated && now - c->opened > std::chrono::milliseconds(kHandshakeTimeoutMs)) stale.push_back(fd);
     for (int fd : stale) close_conn(fd, "no handshake within 10 s");
   }
-  log::info(log::kBoot, "bootstrap store on ", bound_.to_string(), " finished (", byes, " ranks said bye)");
+  log::info(log::kBoot, "bootstrap store on ", bound_.to_string(), " finished (", byes, " ranks said bye, ", gone,
+            " left without)");
   conns.clear();
   ::close(ep);
   listener_.reset();

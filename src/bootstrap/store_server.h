@@ -22,6 +22,9 @@ class StoreServer {
   // Binds `bind_addr` (port 0: any free port) and starts serving. The
   // returned server lives until the process exits.
   static StoreServer* start(const net::SockAddr& bind_addr, const auth::Secret& secret);
+  // The same on a socket already listening (a communicator's standby, for
+  // coll_comm_shrink).
+  static StoreServer* start_on(net::Fd listener, const net::SockAddr& bound, const auth::Secret& secret);
 
   const net::SockAddr& address() const { return bound_; }
   void stop() { stopping_ = true; }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <new>
+#include <vector>
 
 namespace coll::capi {
 
@@ -115,6 +116,22 @@ coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, coll_comm_t*
     if (impl == nullptr) return;
     auto handle = std::make_unique<coll_comm>();
     handle->impl = std::move(impl);
+    *newcomm = handle.release();
+  });
+}
+
+coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm) {
+  if (comm == nullptr) return null_comm("comm_shrink");
+  return guarded(comm, [&] {
+    if (newcomm == nullptr) fail(Code::kInvalidArgument, "comm_shrink: newcomm is a null pointer");
+    *newcomm = nullptr;
+    if (n < 0) fail(Code::kInvalidArgument, "comm_shrink: n ", n, " is negative");
+    if (n > 0 && exclude_ranks == nullptr)
+      fail(Code::kInvalidArgument, "comm_shrink: exclude_ranks is null with n ", n);
+    if (comm->impl == nullptr) fail(Code::kInvalidUsage, "comm_shrink: the communicator was not initialised");
+    coll::capi::BusyGuard busy(comm);  // failed or aborted is fine: that is what shrink is for
+    auto handle = std::make_unique<coll_comm>();
+    handle->impl = comm->impl->shrink(std::vector<int>(exclude_ranks, exclude_ranks + n));
     *newcomm = handle.release();
   });
 }

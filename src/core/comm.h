@@ -16,6 +16,7 @@
 #include "core/executor.h"
 #include "core/flight_recorder.h"
 #include "core/router.h"
+#include "core/socket.h"
 #include "core/worker.h"
 #include "transport/transport.h"
 
@@ -78,6 +79,12 @@ class Communicator {
   // ordered by key then by rank here; color < 0 gives null.
   std::unique_ptr<Communicator> split(int color, int key);
 
+  // Collective over the survivors (every rank not excluded), and usable on a
+  // communicator whose operations failed: they form a new communicator, in
+  // their old order. The union of the survivors' exclusion lists is left
+  // out, and so is any rank that does not arrive within the timeout.
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude);
+
   // From any thread: ends the operation in progress (within
   // Deadline::kCancelCheckMs), closes connections so that peers blocked on
   // us fail fast, and refuses later calls.
@@ -125,6 +132,13 @@ class Communicator {
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;
   std::vector<std::string> addresses_;
+  // A listening socket each rank keeps in reserve: the lowest survivor of a
+  // shrink serves the survivors' rendezvous on it (rank 0's store may have
+  // died with rank 0). Everyone's address is learnt at init.
+  net::Fd standby_;
+  net::SockAddr standby_bound_;
+  std::vector<std::string> standby_addresses_;
+  int shrinks_ = 0;
   std::vector<std::vector<int>> nodes_;  // the ranks of each node
   std::vector<int> ring_order_;          // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
   std::vector<int> spread_order_;        // ranks taking turns between nodes; empty: launcher order

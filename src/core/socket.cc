@@ -159,6 +159,15 @@ void set_nodelay(int fd) {
     fail_errno(Code::kSystem, errno, "setting TCP_NODELAY", "setsockopt");
 }
 
+void set_keepalive(int fd) {
+  int one = 1, idle_s = 10, interval_s = 2, probes = 5;
+  if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s)) < 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s)) < 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes)) < 0)
+    fail_errno(Code::kSystem, errno, "setting TCP keep-alive", "setsockopt");
+}
+
 Fd listen_on(const SockAddr& addr, SockAddr* bound, const char* what) {
   Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) fail_errno(Code::kSystem, errno, what, "socket");

@@ -70,6 +70,10 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
 
 void set_nonblocking(int fd);
 void set_nodelay(int fd);
+// Keep-alive probes on an idle connection: a peer whose node is gone (power,
+// cable, kernel) is found within about 20 s, even while we only wait to
+// receive. A peer that is merely slow still answers them (its kernel does).
+void set_keepalive(int fd);
 
 // Blocking-with-deadline transfers on a non-blocking socket. `what` names the
 // peer for error messages: a closed connection is kRemote, a deadline kTimeout.

@@ -58,4 +58,13 @@ for bin in "$TMP/examples-build/allreduce" "$TMP/examples-build/allreduce_cpp" "
   grep -qxF "$expected" <<<"$out" || fail "$(basename "$bin"): expected line '$expected'"
 done
 
+stage "running collrun --grace 60 -n 4 shrink (one rank is killed; the others shrink and go on)"
+status=0
+out=$(LD_LIBRARY_PATH=$LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} COLL_TIMEOUT_MS=20000 timeout 120 \
+  "$COLLRUN" --grace 60 -n 4 "$TMP/examples-build/shrink" 2>&1) || status=$?
+echo "$out"
+[[ $status -eq 137 ]] || fail "shrink: collrun exited with $status, not 137 (rank 2 killed by SIGKILL)"
+grep -qxF "going on with 3 ranks from step 5" <<<"$out" || fail "shrink: the survivors did not shrink"
+grep -qxF "rank 0 of 3: w = -0.24 -0.48 -0.72 -0.96" <<<"$out" || fail "shrink: wrong final model"
+
 stage "PASS"

@@ -5,6 +5,7 @@
 // what is TCP's own: a stranger on its port.
 #include "transport/transport.h"
 #include "bootstrap/store_client.h"
+#include "bootstrap/store_protocol.h"
 #include "bootstrap/unique_id.h"
 #include "core/error.h"
 #include "core/socket.h"
@@ -211,7 +212,7 @@ TEST(TcpTransport, AStrangerOnTheTransportPortIsRefused) {
   run_ranks(3, [](int rank, int, const coll_unique_id_t& raw) {
     auto id = bootstrap::UniqueId::decode(raw);
     auto deadline = Deadline::after_ms(20000);
-    bootstrap::StoreClient store(id, deadline);
+    bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
     if (rank == 2) {
       auto addr = net::SockAddr::parse(store.get("addr/0", deadline, "rank 0"), "rank 0");
       net::Fd fd = net::connect_to(addr, deadline, "rank 0");

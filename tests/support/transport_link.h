@@ -4,6 +4,7 @@
 #pragma once
 
 #include "bootstrap/store_client.h"
+#include "bootstrap/store_protocol.h"
 #include "bootstrap/unique_id.h"
 #include "core/error.h"
 #include "core/router.h"
@@ -38,7 +39,7 @@ inline Link connect_pair(int rank, const coll_unique_id_t& raw, const std::strin
   auto id = bootstrap::UniqueId::decode(raw);
   auto deadline = Deadline::after_ms(20000);
   Link link;
-  link.store = std::make_unique<bootstrap::StoreClient>(id, deadline);
+  link.store = std::make_unique<bootstrap::StoreClient>(id, deadline, bootstrap::kStoreClientIdentity);
   link.transport = make_transport(kind, rank, 2, id);
   link.store->set("addr/" + std::to_string(rank), link.transport->local_address(), deadline);
   link.addresses = {link.store->get("addr/0", deadline, "rank 0"), link.store->get("addr/1", deadline, "rank 1")};

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 namespace coll::bootstrap {
@@ -26,7 +27,7 @@ UniqueId start_store() {
 TEST(Store, SetGetAdd) {
   UniqueId id = start_store();
   auto deadline = Deadline::after_ms(5000);
-  StoreClient a(id, deadline), b(id, deadline);
+  StoreClient a(id, deadline, kStoreClientIdentity), b(id, deadline, kStoreClientIdentity);
   a.set("k", "value", deadline);
   EXPECT_EQ(b.get("k", deadline, "k"), "value");
   EXPECT_EQ(a.add("n", 5, deadline), 5);
@@ -39,7 +40,7 @@ TEST(Store, SetGetAdd) {
 TEST(Store, GetWaitsForTheKeyThenTimesOutNamingIt) {
   UniqueId id = start_store();
   auto deadline = Deadline::after_ms(5000);
-  StoreClient a(id, deadline), b(id, deadline);
+  StoreClient a(id, deadline, kStoreClientIdentity), b(id, deadline, kStoreClientIdentity);
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     a.set("late", "here", Deadline::after_ms(5000));
@@ -57,18 +58,36 @@ TEST(Store, GetWaitsForTheKeyThenTimesOutNamingIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1300));
 }
 
+// The store ends when every rank said goodbye, or left without one (died):
+// a dead rank must not keep it running in the survivor that hosts it.
+TEST(Store, EndsWhenEveryRankSaidGoodbyeOrDied) {
+  UniqueId id;
+  id.secret = auth::random_secret();
+  StoreServer* server = StoreServer::start(net::SockAddr::parse("127.0.0.1:0", "test"), id.secret);
+  id.store_address = server->address().to_string();
+  auto deadline = Deadline::after_ms(5000);
+  auto rank0 = std::make_unique<StoreClient>(id, deadline, 0);
+  auto rank1 = std::make_unique<StoreClient>(id, deadline, 1);
+  auto split = std::make_unique<StoreClient>(id, deadline, kStoreClientIdentity);
+  split.reset();  // a split communicator leaving says nothing about its rank
+  rank1.reset();  // rank 1 dies: its connection closes without a goodbye
+  rank0->bye(2);
+  for (int i = 0; i < 300 && !server->finished(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(server->finished());
+}
+
 TEST(Store, AWrongSecretIsRefusedAndOthersGoOn) {
   UniqueId id = start_store();
   UniqueId forged = id;
   forged.secret[0] ^= 1;
   try {
-    StoreClient intruder(forged, Deadline::after_ms(3000));
+    StoreClient intruder(forged, Deadline::after_ms(3000), kStoreClientIdentity);
     ADD_FAILURE() << "a wrong secret was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Code::kRemote);
     EXPECT_NE(std::string(e.what()).find("secret"), std::string::npos) << e.what();
   }
-  StoreClient good(id, Deadline::after_ms(3000));
+  StoreClient good(id, Deadline::after_ms(3000), kStoreClientIdentity);
   good.set("still", "works", Deadline::after_ms(3000));
 }
 
@@ -82,7 +101,7 @@ TEST(Store, AMalformedFrameDropsOnlyThatConnection) {
   net::send_all(fd.get(), &h, sizeof(h), deadline, "store");
   char byte;
   EXPECT_THROW(net::recv_all(fd.get(), &byte, 1, deadline, "store"), Error) << "the connection should be closed";
-  StoreClient good(id, deadline);
+  StoreClient good(id, deadline, kStoreClientIdentity);
   good.set("ok", "1", deadline);
   EXPECT_EQ(good.get("ok", deadline, "ok"), "1");
 }

@@ -324,9 +324,12 @@ bool ShmTransport::progress(std::vector<RequestId>& done) {
   done.insert(done.end(), completed_early_.begin(), completed_early_.end());
   completed_early_.clear();
   for (Peer& p : peers_) {
-    if (p.segment.header().aborted.load(std::memory_order_relaxed) != 0) check_alive(p);
     if (!p.sends.empty() || !p.awaiting_ack.empty()) moved = progress_sends(p, done) || moved;
     if (!p.recvs.empty()) moved = progress_recvs(p, done) || moved;
+    // What a peer sent before it closed is still delivered (as over TCP).
+    if (p.segment.header().aborted.load(std::memory_order_relaxed) != 0 &&
+        (!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty()))
+      check_alive(p);
   }
   return moved;
 }

@@ -23,7 +23,9 @@ std::string check_frame(const FrameHeader& got) {
 }
 
 Pair::Pair(int self, int peer, net::Fd fd, std::string peer_address)
-    : self_(self), peer_(peer), fd_(std::move(fd)), peer_address_(std::move(peer_address)) {}
+    : self_(self), peer_(peer), fd_(std::move(fd)), peer_address_(std::move(peer_address)) {
+  net::set_keepalive(fd_.get());
+}
 
 std::string Pair::name() const { return str_cat("rank ", peer_, " (", peer_address_, ")"); }
 
@@ -42,6 +44,9 @@ void Pair::lost(const char* doing, int err) {
   if (err == 0)
     fail(Code::kRemote, "rank ", self_, ": ", name(), " closed the connection while we were ", doing,
          " (did it exit, crash or abort?)");
+  if (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH)
+    fail(Code::kRemote, "rank ", self_, ": ", name(), " stopped answering while we were ", doing, " (",
+         std::strerror(err), ": is its node or link down?)");
   if (err == ECONNRESET || err == EPIPE)
     fail(Code::kRemote, "rank ", self_, ": ", name(), " reset the connection while we were ", doing, " (",
          std::strerror(err), ")");

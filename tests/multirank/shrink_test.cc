@@ -1,0 +1,123 @@
+// coll_comm_shrink with real processes: the survivors of a killed rank
+// (rank 0, the store's host, included) form a new communicator and compute
+// exact results with it; exclusion lists that differ are united; bad
+// arguments are refused.
+#include "support/multirank.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+std::string last_error(coll_comm_t comm) { return coll_get_last_error(comm); }
+
+// Sums (old rank + 1) over the communicator, exactly, in int64.
+int64_t sum_of_old_ranks(coll_comm_t comm, int old_rank) {
+  int64_t x = old_rank + 1;
+  EXPECT_EQ(coll_allreduce(&x, &x, 1, COLL_INT64, COLL_SUM, comm, nullptr), COLL_SUCCESS) << last_error(comm);
+  return x;
+}
+
+class ShrinkAfterDeath : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShrinkAfterDeath, SurvivorsGoOnWithExactResults) {
+  const int victim = GetParam();
+  run_ranks(
+      4,
+      [victim](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+        if (rank == victim) raise(SIGKILL);
+        std::vector<float> v(10000, 1.0f);
+        EXPECT_NE(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, &victim, 1, &survivors), COLL_SUCCESS) << last_error(comm);
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+        int new_rank = -1, new_size = -1;
+        coll_comm_rank(survivors, &new_rank);
+        coll_comm_size(survivors, &new_size);
+        EXPECT_EQ(new_size, 3);
+        EXPECT_EQ(new_rank, rank < victim ? rank : rank - 1);
+        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 1 + 2 + 3 + 4 - (victim + 1));
+        // Every collective works on it, large messages included. (The failed
+        // allreduce left v part reduced: start again.)
+        v.assign(v.size(), 1.0f);
+        ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, survivors, nullptr),
+                  COLL_SUCCESS)
+            << last_error(survivors);
+        EXPECT_EQ(v[0], 3.0f);
+        EXPECT_EQ(v[9999], 3.0f);
+        int64_t b = new_rank == 1 ? 42 : 0;
+        ASSERT_EQ(coll_broadcast(&b, 1, COLL_INT64, 1, survivors, nullptr), COLL_SUCCESS);
+        EXPECT_EQ(b, 42);
+        // And it shrinks again: the new last rank leaves.
+        const int last = 2;
+        if (new_rank != last) {
+          coll_comm_t two = nullptr;
+          ASSERT_EQ(coll_comm_shrink(survivors, &last, 1, &two), COLL_SUCCESS) << last_error(survivors);
+          const int gone_too = victim == 3 ? 2 : 3;  // the old rank behind new rank 2
+          EXPECT_EQ(sum_of_old_ranks(two, rank), 1 + 2 + 3 + 4 - (victim + 1) - (gone_too + 1));
+          coll_comm_destroy(two);
+        }
+        coll_comm_destroy(survivors);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "10000"}}, .killed_rank = victim});
+}
+
+// Rank 0 hosts the job's store: its death must not matter.
+INSTANTIATE_TEST_SUITE_P(Victims, ShrinkAfterDeath, ::testing::Values(0, 2, 3),
+                         [](const auto& info) { return "rank" + std::to_string(info.param); });
+
+// Rank 0 excludes {3}, rank 1 excludes {2, 3}, rank 2 excludes {3}; rank 3
+// stays out. The union {2, 3} is gone: ranks 0 and 1 form a pair, and rank
+// 2, excluded by rank 1, is told so.
+TEST(Shrink, TheSurvivorsUniteTheirExclusions) {
+  run_ranks(4, [](int rank, int n, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, n, id);
+    ASSERT_NE(comm, nullptr);
+    if (rank < 3) {
+      std::vector<int> exclude = rank == 1 ? std::vector<int>{2, 3} : std::vector<int>{3};
+      coll_comm_t smaller = nullptr;
+      coll_result_t r = coll_comm_shrink(comm, exclude.data(), static_cast<int>(exclude.size()), &smaller);
+      if (rank == 2) {
+        EXPECT_EQ(r, COLL_INVALID_USAGE);
+        EXPECT_NE(last_error(comm).find("another survivor excluded this rank (members: 0,1)"), std::string::npos)
+            << last_error(comm);
+        EXPECT_EQ(smaller, nullptr);
+      } else {
+        ASSERT_EQ(r, COLL_SUCCESS) << last_error(comm);
+        EXPECT_EQ(sum_of_old_ranks(smaller, rank), 1 + 2);
+        coll_comm_destroy(smaller);
+      }
+    }
+    coll_comm_destroy(comm);
+  });
+}
+
+TEST(Shrink, BadArgumentsAreRefused) {
+  run_ranks(2, [](int rank, int n, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, n, id);
+    ASSERT_NE(comm, nullptr);
+    coll_comm_t out = nullptr;
+    EXPECT_EQ(coll_comm_shrink(comm, &rank, 1, &out), COLL_INVALID_ARGUMENT);
+    EXPECT_NE(last_error(comm).find("cannot exclude itself"), std::string::npos) << last_error(comm);
+    const int far = 7;
+    EXPECT_EQ(coll_comm_shrink(comm, &far, 1, &out), COLL_INVALID_ARGUMENT);
+    EXPECT_NE(last_error(comm).find("excluded rank 7 is outside [0, 2)"), std::string::npos) << last_error(comm);
+    EXPECT_EQ(coll_comm_shrink(comm, nullptr, 1, &out), COLL_INVALID_ARGUMENT);
+    EXPECT_EQ(coll_comm_shrink(comm, nullptr, 0, nullptr), COLL_INVALID_ARGUMENT);
+    EXPECT_EQ(coll_comm_shrink(nullptr, nullptr, 0, &out), COLL_INVALID_ARGUMENT);
+    // The communicator is still good after refused calls.
+    EXPECT_EQ(sum_of_old_ranks(comm, rank), 3);
+    coll_comm_destroy(comm);
+  });
+}
+
+}  // namespace
+}  // namespace coll::testing
