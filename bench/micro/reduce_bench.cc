@@ -80,9 +80,10 @@ int main(int argc, char** argv) {
   const std::pair<const char*, size_t> sizes[] = {{"32K", 32u << 10}, {"1M", 1u << 20}, {"64M", 64u << 20}};
   const coll_datatype_t dtypes[] = {COLL_FLOAT32, COLL_BFLOAT16, COLL_FLOAT16, COLL_FLOAT64, COLL_INT32, COLL_INT8};
   for (int threads : {1, 2}) {
-    for (auto [label, bytes] : sizes) {
-      if (threads > 1 && bytes < (64u << 20)) continue;  // two threads only matter against memory
-      const size_t n = bytes;
+    for (const auto& size : sizes) {
+      const std::string label = size.first;
+      const size_t n = size.second;
+      if (threads > 1 && n < (64u << 20)) continue;  // two threads only matter against memory
       auto name = [&](const std::string& what) { return what + "/" + label; };
       benchmark::RegisterBenchmark(name("memcpy").c_str(), memcpy_bench, n)->Threads(threads)->UseRealTime();
       benchmark::RegisterBenchmark(name("a+=b/float32").c_str(), add_bench, n)->Threads(threads)->UseRealTime();

@@ -64,7 +64,11 @@ typedef enum {
   COLL_BFLOAT16 = 7,
   COLL_FLOAT32 = 8,
   COLL_FLOAT64 = 9,
-  COLL_NUM_DATATYPES = 10
+  COLL_NUM_DATATYPES = 10,
+  /* Not types: they give the enum the range of int, so that any int a
+   * caller passes is a value the library can check and refuse. */
+  COLL_DATATYPE_RANGE_MIN_ = -2147483647 - 1,
+  COLL_DATATYPE_RANGE_MAX_ = 2147483647
 } coll_datatype_t;
 
 /* Reduction operations. COLL_AVG sums, then divides once by the number of
@@ -76,7 +80,9 @@ typedef enum {
   COLL_MIN = 2,
   COLL_MAX = 3,
   COLL_AVG = 4,
-  COLL_NUM_REDOPS = 5
+  COLL_NUM_REDOPS = 5,
+  COLL_REDOP_RANGE_MIN_ = -2147483647 - 1, /* not ops: as for coll_datatype_t */
+  COLL_REDOP_RANGE_MAX_ = 2147483647
 } coll_redop_t;
 
 /* An opaque communicator: a group of ranks that run collectives together. */

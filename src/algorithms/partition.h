@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace coll::algo {
@@ -104,13 +105,14 @@ inline TreeLinks inorder_tree(int n, int v) {
   int h = 0;
   while (((x >> h) & 1) == 0) ++h;
   // Parent.
-  int p = x, ph = h;
+  int64_t p = x;  // climbs past n for the root: 64 bits keep it from overflowing
+  int ph = h;
   do {
-    int a = p >> (ph + 1);  // p = a * 2^(ph+1) + 2^ph
-    p = (a & 1) ? p - (1 << ph) : p + (1 << ph);
+    int64_t a = p >> (ph + 1);  // p = a * 2^(ph+1) + 2^ph
+    p = (a & 1) ? p - (int64_t{1} << ph) : p + (int64_t{1} << ph);
     ++ph;
   } while (p > n && ph < 31);
-  if (x != power_of_two_floor(n)) t.parent = p - 1;
+  if (x != power_of_two_floor(n)) t.parent = static_cast<int>(p - 1);
   // Children.
   if (h > 0) {
     t.children[0] = x - (1 << (h - 1)) - 1;

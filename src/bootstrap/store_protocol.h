@@ -36,7 +36,17 @@ constexpr const char* kStorePurpose = "store";
 constexpr uint32_t kStoreClientIdentity = 0xffffffffu;  // a client that is not a rank's first communicator
 
 // Checks a request header from the wire; returns an empty string when it is
-// acceptable, else why not. Pure, so that it can be fuzzed.
+// acceptable, else why not.
 std::string validate_request(const StoreRequestHeader& header);
+
+struct StoreRequest {
+  StoreOp op = StoreOp::kSet;
+  std::string key, value;
+};
+enum class Parse { kTaken, kNeedMore, kBad };
+// Takes the first whole request off the front of `in` (bytes as they came
+// off the wire). kNeedMore leaves `in` as it was; kBad says why. Pure, so
+// that it can be fuzzed (fuzz/store_protocol_fuzz.cc).
+Parse take_request(std::string& in, StoreRequest* request, std::string* why);
 
 }  // namespace coll::bootstrap

@@ -17,16 +17,6 @@
 
 namespace coll::bootstrap {
 
-std::string validate_request(const StoreRequestHeader& h) {
-  if (h.op < static_cast<uint32_t>(StoreOp::kSet) || h.op > static_cast<uint32_t>(StoreOp::kBye))
-    return str_cat("unknown op ", h.op);
-  if (h.key_len == 0 || h.key_len > kMaxKeyBytes) return str_cat("key length ", h.key_len, " out of range");
-  if (h.value_len > kMaxValueBytes) return str_cat("value length ", h.value_len, " over the limit");
-  if (h.op == static_cast<uint32_t>(StoreOp::kAdd) && h.value_len != sizeof(int64_t)) return "ADD value is not 8 bytes";
-  if (h.op == static_cast<uint32_t>(StoreOp::kGet) && h.value_len != 0) return "GET carries a value";
-  return {};
-}
-
 namespace {
 
 constexpr int kHandshakeTimeoutMs = 10000;
@@ -155,20 +145,14 @@ void StoreServer::run() {
       c.authenticated = true;
       c.identity = hello.identity;
     }
-    while (c.waiting_key.empty() && c.in.size() >= sizeof(StoreRequestHeader)) {
-      StoreRequestHeader h;
-      std::memcpy(&h, c.in.data(), sizeof(h));
-      std::string bad = validate_request(h);
-      if (!bad.empty()) {
-        *why = "malformed request: " + bad;
-        return false;
-      }
-      size_t need = sizeof(h) + h.key_len + h.value_len;
-      if (c.in.size() < need) break;
-      std::string key = c.in.substr(sizeof(h), h.key_len);
-      std::string value = c.in.substr(sizeof(h) + h.key_len, h.value_len);
-      c.in.erase(0, need);
-      switch (static_cast<StoreOp>(h.op)) {
+    StoreRequest request;
+    while (c.waiting_key.empty()) {
+      const Parse parsed = take_request(c.in, &request, why);
+      if (parsed == Parse::kBad) return false;
+      if (parsed == Parse::kNeedMore) break;
+      const std::string& key = request.key;
+      const std::string& value = request.value;
+      switch (request.op) {
         case StoreOp::kSet:
           data[key] = value;
           c.out += reply(0, "");

@@ -204,16 +204,25 @@ void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& job
 }
 
 void Communicator::execute(std::vector<Job>& jobs) {
-  std::unique_lock<std::mutex> running(run_mutex_);
+  // running_ then aborted_ here, aborted_ then running_ in abort() (both
+  // sequentially consistent): whichever comes second sees the other, so the
+  // transport is closed once, by a thread that is not using it.
+  running_.store(true);
+  struct Leave {
+    Communicator& c;
+    ~Leave() {
+      c.running_.store(false);
+      if (c.aborted_.load() || c.has_failed_.load()) c.close_if_idle();  // peers blocked on us fail now
+    }
+  } leave{*this};
   if (aborted_) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
   // A failed operation may leave receives posted and messages in flight, and
   // the peers' counts of messages no longer match ours: nothing after it
   // could be trusted.
-  {
+  if (has_failed_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(failure_mutex_);
-    if (!failed_.empty())
-      fail(Code::kInvalidUsage, "rank ", rank_, ": an earlier operation on this communicator failed (", failed_,
-           "); destroy it and create a new one");
+    fail(Code::kInvalidUsage, "rank ", rank_, ": an earlier operation on this communicator failed (", failed_,
+         "); destroy it and create a new one");
   }
   ++seq_;
   const Job& first = jobs[0];
@@ -252,16 +261,10 @@ void Communicator::execute(std::vector<Job>& jobs) {
             : e;
     recorder_->end(record, error.what());
     if (!aborted_) failed(error);  // an abort is the caller's doing, not an error found in the background
-    running.unlock();
-    close_if_idle();  // peers blocked on us fail now, not at their timeout
     recorder_->dump(error.code() == Code::kTimeout ? "timeout" : "error");
     throw error;
   }
   recorder_->end(record, nullptr);
-  if (aborted_) {  // an abort that came as the operation finished
-    running.unlock();
-    close_if_idle();
-  }
 }
 
 void Communicator::failed(const Error& e) {
@@ -269,6 +272,7 @@ void Communicator::failed(const Error& e) {
   if (!failed_.empty()) return;
   failed_ = e.what();
   failure_code_ = static_cast<coll_result_t>(e.code());
+  has_failed_.store(true, std::memory_order_release);
 }
 
 coll_result_t Communicator::async_error(std::string* message) const {
@@ -403,9 +407,7 @@ void Communicator::abort() {
 }
 
 void Communicator::close_if_idle() {
-  std::unique_lock<std::mutex> idle(run_mutex_, std::try_to_lock);
-  if (!idle.owns_lock() || closed_) return;
-  closed_ = true;
+  if (running_.load() || closed_.exchange(true)) return;
   // Peers learn why: our abort (a remote error for them), or our failure.
   Error why(Code::kRemote, str_cat("rank ", rank_, ": the communicator was aborted (coll_comm_abort)"));
   {

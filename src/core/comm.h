@@ -152,10 +152,11 @@ class Communicator {
   uint64_t seq_ = 0;
   int splits_ = 0;
   std::atomic<bool> aborted_{false};  // also cancels the deadline of the operation in progress
-  std::mutex run_mutex_;              // held while an operation runs: abort closes only an idle transport
-  bool closed_ = false;               // under run_mutex_
+  std::atomic<bool> running_{false};  // an operation is using the transport: abort must not close it
+  std::atomic<bool> closed_{false};
   mutable std::mutex failure_mutex_;
-  std::string failed_;  // why an operation failed; then every later one fails
+  std::atomic<bool> has_failed_{false};  // read without the mutex on every call
+  std::string failed_;                   // why an operation failed; then every later one fails
   coll_result_t failure_code_ = COLL_SUCCESS;
   std::unique_ptr<FlightRecorder> recorder_;
   std::unique_ptr<Worker> worker_;  // started by the first non-blocking operation

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -76,23 +77,35 @@ FlightRecorder::~FlightRecorder() {
 
 OpRecord& FlightRecorder::begin(uint64_t seq, const char* collective, size_t count, int dtype, int op, int root,
                                 uint32_t jobs, uint32_t steps, const std::string& algorithm) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  OpRecord& r = ring_[next_++ % kEntries];
-  r.seq = seq;
-  r.collective = collective;
-  r.count = count;
-  r.dtype = dtype;
-  r.op = op;
-  r.root = root;
-  r.jobs = jobs;
-  r.steps = steps;
-  r.steps_done.store(0, std::memory_order_relaxed);
-  r.start_us = now_us();
-  r.end_us = 0;
-  copy_into(r.algorithm, algorithm.c_str());
-  r.waiting_on[0] = '\0';
-  r.error[0] = '\0';
-  r.state.store(OpRecord::kRunning, std::memory_order_relaxed);
+  constexpr auto relaxed = std::memory_order_relaxed;
+  const uint64_t n = next_.load(relaxed);
+  OpRecord& r = ring_[n % kEntries];
+  r.state.store(OpRecord::kEmpty, relaxed);
+  r.seq.store(seq, relaxed);
+  r.collective.store(collective, relaxed);
+  r.count.store(count, relaxed);
+  r.dtype.store(dtype, relaxed);
+  r.op.store(op, relaxed);
+  r.root.store(root, relaxed);
+  r.jobs.store(jobs, relaxed);
+  r.steps.store(steps, relaxed);
+  r.steps_done.store(0, relaxed);
+  r.start_us.store(now_us(), relaxed);
+  r.end_us.store(0, relaxed);
+  for (size_t w = 0; w < r.algorithm.size(); ++w) {
+    uint64_t word = 0;
+    if (w * 8 < algorithm.size())
+      std::memcpy(&word, algorithm.data() + w * 8, std::min<size_t>(8, algorithm.size() - w * 8));
+    if (w + 1 == r.algorithm.size()) word &= ~(uint64_t{0xff} << 56);  // always NUL-terminated
+    r.algorithm[w].store(word, relaxed);
+  }
+  if (r.waiting_on[0] != '\0' || r.error[0] != '\0') {  // left by an earlier operation in this slot
+    std::lock_guard<std::mutex> lock(mutex_);
+    r.waiting_on[0] = '\0';
+    r.error[0] = '\0';
+  }
+  r.state.store(OpRecord::kRunning, std::memory_order_release);
+  next_.store(n + 1, std::memory_order_release);
   return r;
 }
 
@@ -102,28 +115,40 @@ void FlightRecorder::waiting_on(OpRecord& r, const std::string& peers) {
 }
 
 void FlightRecorder::end(OpRecord& r, const char* error) {
+  r.end_us.store(now_us(), std::memory_order_relaxed);
+  if (error == nullptr) {
+    r.state.store(OpRecord::kDone, std::memory_order_relaxed);
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  r.end_us = now_us();
-  if (error != nullptr) copy_into(r.error, error);
-  r.state.store(error != nullptr ? OpRecord::kFailed : OpRecord::kDone, std::memory_order_relaxed);
+  copy_into(r.error, error);
+  r.state.store(OpRecord::kFailed, std::memory_order_relaxed);
 }
 
 std::string FlightRecorder::text(const char* reason) const {
+  constexpr auto relaxed = std::memory_order_relaxed;
   std::ostringstream out;
   std::lock_guard<std::mutex> lock(mutex_);
   out << "coll-flight-recorder 1\n";
   out << "comm=" << comm_ << " rank=" << rank_ << " nranks=" << nranks_ << " host=" << host_ << " pid=" << getpid()
       << " reason=" << quoted(reason) << " time_us=" << now_us() << "\n";
-  const uint64_t first = next_ > kEntries ? next_ - kEntries : 0;
-  for (uint64_t i = first; i < next_; ++i) {
+  const uint64_t next = next_.load(std::memory_order_acquire);
+  const uint64_t first = next > kEntries ? next - kEntries : 0;
+  for (uint64_t i = first; i < next; ++i) {
     const OpRecord& r = ring_[i % kEntries];
-    out << "op seq=" << r.seq << " collective=" << r.collective << " count=" << r.count
-        << " dtype=" << reduce::datatype_name(static_cast<coll_datatype_t>(r.dtype))
-        << " op=" << reduce::redop_name(static_cast<coll_redop_t>(r.op)) << " root=" << r.root << " jobs=" << r.jobs
-        << " algorithm=" << r.algorithm.data() << " steps=" << r.steps
-        << " done=" << r.steps_done.load(std::memory_order_relaxed)
-        << " state=" << state_name(r.state.load(std::memory_order_relaxed)) << " start_us=" << r.start_us
-        << " end_us=" << r.end_us << " waiting_on=" << (r.waiting_on[0] ? r.waiting_on.data() : "-")
+    char algorithm[sizeof(uint64_t) * 4 + 1] = {};
+    for (size_t w = 0; w < r.algorithm.size(); ++w) {
+      const uint64_t word = r.algorithm[w].load(relaxed);
+      std::memcpy(algorithm + w * 8, &word, 8);
+    }
+    out << "op seq=" << r.seq.load(relaxed) << " collective=" << r.collective.load(relaxed)
+        << " count=" << r.count.load(relaxed)
+        << " dtype=" << reduce::datatype_name(static_cast<coll_datatype_t>(r.dtype.load(relaxed)))
+        << " op=" << reduce::redop_name(static_cast<coll_redop_t>(r.op.load(relaxed)))
+        << " root=" << r.root.load(relaxed) << " jobs=" << r.jobs.load(relaxed) << " algorithm=" << algorithm
+        << " steps=" << r.steps.load(relaxed) << " done=" << r.steps_done.load(relaxed)
+        << " state=" << state_name(r.state.load(relaxed)) << " start_us=" << r.start_us.load(relaxed)
+        << " end_us=" << r.end_us.load(relaxed) << " waiting_on=" << (r.waiting_on[0] ? r.waiting_on.data() : "-")
         << " error=" << quoted(r.error.data()) << "\n";
   }
   return out.str();

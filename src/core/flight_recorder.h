@@ -6,8 +6,10 @@
 // ranks and names the ranks that are behind.
 //
 // Cheap enough for every call: a record is a fixed-size slot (no
-// allocation), stamped with the coarse clock, under a mutex that only a
-// dump contends for.
+// allocation) of relaxed atomics, stamped with the coarse clock; no lock on
+// the success path. A dump that races an operation may show that record
+// half old, half new: it is a diagnosis, not a ledger. The texts of slow
+// paths (whom a long wait is on, the error) are written under a mutex.
 #pragma once
 
 #include <coll/coll.h>
@@ -24,21 +26,19 @@ namespace coll {
 struct OpRecord {
   enum State : int { kEmpty = 0, kRunning = 1, kDone = 2, kFailed = 3 };
 
-  uint64_t seq = 0;
-  const char* collective = "";  // a string literal
-  size_t count = 0;
-  int dtype = 0;
-  int op = 0;
-  int root = 0;
-  uint32_t jobs = 0;  // operations in the batch (a group)
-  uint32_t steps = 0;
+  std::atomic<uint64_t> seq{0};
+  std::atomic<const char*> collective{""};  // a string literal
+  std::atomic<size_t> count{0};
+  std::atomic<int> dtype{0}, op{0}, root{0};
+  std::atomic<uint32_t> jobs{0};  // operations in the batch (a group)
+  std::atomic<uint32_t> steps{0};
   std::atomic<uint32_t> steps_done{0};
   std::atomic<int> state{kEmpty};
-  int64_t start_us = 0;  // wall clock, coarse
-  int64_t end_us = 0;
-  std::array<char, 32> algorithm{};
-  std::array<char, 96> waiting_on{};  // "1,3": peers with unfinished transfers at the last long wait
-  std::array<char, 192> error{};
+  std::atomic<int64_t> start_us{0};  // wall clock, coarse
+  std::atomic<int64_t> end_us{0};
+  std::array<std::atomic<uint64_t>, 4> algorithm{};  // its name, 8 characters a word (up to 31)
+  std::array<char, 96> waiting_on{};                 // under the mutex: "1,3", peers a long wait is on
+  std::array<char, 192> error{};                     // under the mutex
 };
 
 class FlightRecorder {
@@ -76,7 +76,7 @@ class FlightRecorder {
   std::string host_;
   mutable std::mutex mutex_;
   std::array<OpRecord, kEntries> ring_;
-  uint64_t next_ = 0;
+  std::atomic<uint64_t> next_{0};
 };
 
 }  // namespace coll

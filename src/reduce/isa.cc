@@ -6,6 +6,10 @@
 
 #include <string>
 
+#if defined(COLL_X86_KERNELS)
+#include <cpuid.h>
+#endif
+
 namespace coll::reduce {
 
 const char* isa_name(Isa isa) {
@@ -19,15 +23,25 @@ const char* isa_name(Isa isa) {
   }
 }
 
+#if defined(COLL_X86_KERNELS)
+namespace {
+// CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports has no "f16c").
+bool has_f16c() {
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+}  // namespace
+#endif
+
 bool isa_supported(Isa isa) {
 #if defined(COLL_X86_KERNELS)
   // libgcc's checks include the OS's consent (XGETBV) to save the wide registers.
   switch (isa) {
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && has_f16c();
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("avx512vl") && has_f16c();
     default:
       return true;
   }

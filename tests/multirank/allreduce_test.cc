@@ -85,7 +85,10 @@ using AlgoRanks = std::tuple<std::string, int, std::string>;
 class AllreduceMatrix : public ::testing::TestWithParam<AlgoRanks> {};
 
 TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
-  const auto& [algorithm, nranks, transports] = GetParam();
+  // Named, not bound: clang 14 cannot capture structured bindings in a lambda.
+  const auto& algorithm = std::get<0>(GetParam());
+  const auto& nranks = std::get<1>(GetParam());
+  const auto& transports = std::get<2>(GetParam());
   RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}, {"COLL_TRANSPORTS", transports}}};
   if (algorithm != "auto") options.env["COLL_ALGO"] = algorithm;  // the one-name form: COLL_ALGO=tree
   const bool small_only = algorithm == "direct" || algorithm == "recursive_doubling";
@@ -120,7 +123,10 @@ using AlgoNodes = std::tuple<std::string, int, int>;  // algorithm, ranks, nodes
 class AllreduceOnNodes : public ::testing::TestWithParam<AlgoNodes> {};
 
 TEST_P(AllreduceOnNodes, ExactForEveryDtypeOpCountAndPlacement) {
-  const auto& [algorithm, nranks, nodes] = GetParam();
+  // Named, not bound: clang 14 cannot capture structured bindings in a lambda.
+  const auto& algorithm = std::get<0>(GetParam());
+  const auto& nranks = std::get<1>(GetParam());
+  const auto& nodes = std::get<2>(GetParam());
   RankOptions options{.limit_s = 500, .env = {{"COLL_TIMEOUT_MS", "120000"}}, .hosts = nodes};
   if (algorithm != "auto") options.env["COLL_ALGO"] = algorithm;
   run_ranks(
@@ -145,7 +151,10 @@ INSTANTIATE_TEST_SUITE_P(Nodes, AllreduceOnNodes,
 class AllreducePipelined : public ::testing::TestWithParam<AlgoRanks> {};
 
 TEST_P(AllreducePipelined, ExactWithManySmallChunks) {
-  const auto& [algorithm, nranks, transports] = GetParam();
+  // Named, not bound: clang 14 cannot capture structured bindings in a lambda.
+  const auto& algorithm = std::get<0>(GetParam());
+  const auto& nranks = std::get<1>(GetParam());
+  const auto& transports = std::get<2>(GetParam());
   run_ranks(
       nranks,
       [](int rank, int n, const coll_unique_id_t& id) {

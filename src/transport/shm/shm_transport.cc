@@ -288,7 +288,8 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
     if (slot.seq.load(std::memory_order_acquire) != tail + 1) break;  // not yet published
     Op& op = p.recvs.front();
     if (!op.started) {
-      check_match_or_fail(rank_, p.rank, name(p), slot.tag, slot.total, op.tag, op.bytes);
+      if (slot.tag != op.tag || slot.total != op.bytes)  // naming the peer builds a string: only on a mismatch
+        check_match_or_fail(rank_, p.rank, name(p), slot.tag, slot.total, op.tag, op.bytes);
       op.started = true;
     }
     if (slot.kind == SlotKind::kInline) {

@@ -123,7 +123,8 @@ bool Pair::progress_recvs(std::vector<RequestId>& done) {
           if (!bad.empty())
             fail(Code::kRemote, "rank ", self_, ": from ", name(), ", message #", received_messages_, ": ", bad,
                  " (not coll's framing: the stream is corrupt)");
-          check_match_or_fail(self_, peer_, name(), op.header.tag, op.header.bytes, op.tag, op.bytes);
+          if (op.header.tag != op.tag || op.header.bytes != op.bytes)  // name() builds a string: only on a mismatch
+            check_match_or_fail(self_, peer_, name(), op.header.tag, op.header.bytes, op.tag, op.bytes);
         }
       } else {
         op.payload_done += static_cast<size_t>(n);
