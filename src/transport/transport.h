@@ -12,6 +12,11 @@
 //   kSystem the syscall and errno. Posts may throw too: a transport may
 //   start a message (or take one that is waiting) as it is posted.
 // - Not thread-safe: one communicator drives it from one thread at a time.
+// - A peer that is gone (its process exited, its node fell silent, it
+//   closed) fails what is pending with it as kRemote, within the timeout,
+//   by the transport's own means (tcp: closure and keep-alive; shm: a pidfd
+//   and the peer's flag); what the peer sent before it closed is delivered
+//   first. close(why) passes this rank's failure on to its peers.
 #pragma once
 
 #include "core/auth.h"

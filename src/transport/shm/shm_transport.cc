@@ -325,12 +325,13 @@ bool ShmTransport::progress(std::vector<RequestId>& done) {
   done.insert(done.end(), completed_early_.begin(), completed_early_.end());
   completed_early_.clear();
   for (Peer& p : peers_) {
+    // What a peer sent before it closed is still delivered (as over TCP): it
+    // wrote its messages before its flag, so a flag seen before this look
+    // leaves nothing of it unseen by the look.
+    const bool closed = p.segment.header().aborted.load(std::memory_order_acquire) != 0;
     if (!p.sends.empty() || !p.awaiting_ack.empty()) moved = progress_sends(p, done) || moved;
     if (!p.recvs.empty()) moved = progress_recvs(p, done) || moved;
-    // What a peer sent before it closed is still delivered (as over TCP).
-    if (p.segment.header().aborted.load(std::memory_order_relaxed) != 0 &&
-        (!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty()))
-      check_alive(p);
+    if (closed && (!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty())) check_alive(p);
   }
   return moved;
 }
@@ -339,21 +340,24 @@ std::string ShmTransport::name(const Peer& p) const {
   return str_cat("rank ", p.rank, " (host ", host_id_, ", pid ", p.pid, ", shm)");
 }
 
+bool ShmTransport::alive(const Peer& p) const {
+  if (p.segment.header().aborted.load(std::memory_order_acquire) != 0) return false;
+  if (p.pidfd.valid()) {
+    pollfd gone{p.pidfd.get(), POLLIN, 0};
+    return ::poll(&gone, 1, 0) != 1;
+  }
+  return !(kill(p.pid, 0) != 0 && errno == ESRCH);
+}
+
 void ShmTransport::check_alive(const Peer& p) const {
+  if (alive(p)) return;
   const SegmentHeader& h = p.segment.header();
   if (h.aborted.load(std::memory_order_acquire) != 0) {
     const std::string notice(h.notice, strnlen(h.notice, sizeof(h.notice)));
     if (!notice.empty()) fail_with_notice(rank_, name(p), h.notice_code, notice);
     fail(Code::kRemote, "rank ", rank_, ": ", name(p), " aborted its communicator");
   }
-  bool exited = false;
-  if (p.pidfd.valid()) {
-    pollfd gone{p.pidfd.get(), POLLIN, 0};
-    exited = ::poll(&gone, 1, 0) == 1;
-  } else {
-    exited = kill(p.pid, 0) != 0 && errno == ESRCH;
-  }
-  if (exited) fail(Code::kRemote, "rank ", rank_, ": ", name(p), " has exited (killed or crashed?)");
+  fail(Code::kRemote, "rank ", rank_, ": ", name(p), " has exited (killed or crashed?)");
 }
 
 void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
@@ -380,8 +384,14 @@ void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   if (!progress(done)) futex_wait(h.doorbell, seen, std::min(timeout_ms, kMaxSleepMs));
   h.sleepers.fetch_sub(1, std::memory_order_acq_rel);
   if (progress(done)) return;
+  // A peer found gone may have written its last messages since that look:
+  // one more look, then whatever is still pending with it fails.
+  bool gone = false;
   for (const Peer& p : peers_)
-    if (!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty()) check_alive(p);
+    gone = gone || ((!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty()) && !alive(p));
+  if (!gone || progress(done)) return;
+  for (const Peer& p : peers_)
+    if ((!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty()) && !alive(p)) check_alive(p);
 }
 
 std::string ShmTransport::pending_with(int rank) const {

@@ -105,6 +105,9 @@ class ShmTransport final : public Transport {
   bool progress_sends(Peer& p, std::vector<RequestId>& done);
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
   void ring_bell(SegmentHeader& h);
+  // Whether the peer neither closed nor exited; check_alive throws, naming
+  // which, when it did.
+  bool alive(const Peer& p) const;
   void check_alive(const Peer& p) const;
   std::string name(const Peer& p) const;
   Peer& peer(int rank, const char* doing);
