@@ -43,13 +43,15 @@ extern "C" {
 /* Result codes. Values are part of the ABI and never change. */
 typedef enum {
   COLL_SUCCESS = 0,
-  COLL_INVALID_ARGUMENT = 1, /* a bad argument: null pointer, unknown dtype, rank out of range */
-  COLL_INVALID_USAGE = 2,    /* a legal argument used wrongly: ranks disagree, destroyed comm */
-  COLL_SYSTEM_ERROR = 3,     /* a system call failed (socket, memory); the message has errno */
-  COLL_REMOTE_ERROR = 4,     /* a peer closed its connection, died, or reported an error */
-  COLL_TIMEOUT = 5,          /* COLL_TIMEOUT_MS passed while waiting for a peer */
-  COLL_INTERNAL_ERROR = 6,   /* a bug in coll: please report it with the message */
-  COLL_IN_PROGRESS = 7       /* a non-blocking operation has not finished yet */
+  COLL_INVALID_ARGUMENT = 1,                /* a bad argument: null pointer, unknown dtype, rank out of range */
+  COLL_INVALID_USAGE = 2,                   /* a legal argument used wrongly: ranks disagree, destroyed comm */
+  COLL_SYSTEM_ERROR = 3,                    /* a system call failed (socket, memory); the message has errno */
+  COLL_REMOTE_ERROR = 4,                    /* a peer closed its connection, died, or reported an error */
+  COLL_TIMEOUT = 5,                         /* COLL_TIMEOUT_MS passed while waiting for a peer */
+  COLL_INTERNAL_ERROR = 6,                  /* a bug in coll: please report it with the message */
+  COLL_IN_PROGRESS = 7,                     /* a non-blocking operation has not finished yet */
+  COLL_RESULT_RANGE_MIN_ = -2147483647 - 1, /* not codes: as for coll_datatype_t */
+  COLL_RESULT_RANGE_MAX_ = 2147483647
 } coll_result_t;
 
 /* Element types. float16 is IEEE 754 binary16; bfloat16 is the top half of a float32. */

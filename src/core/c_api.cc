@@ -195,6 +195,8 @@ const char* coll_get_error_string(coll_result_t result) {
       return "COLL_INTERNAL_ERROR: internal error in coll";
     case COLL_IN_PROGRESS:
       return "COLL_IN_PROGRESS: the operation is still running";
+    default:
+      break;
   }
   return "unknown coll_result_t";
 }
