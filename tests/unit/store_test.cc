@@ -16,11 +16,13 @@
 namespace coll::bootstrap {
 namespace {
 
-UniqueId start_store() {
+// A store on loopback; `server` (optional) receives it, to watch it end.
+UniqueId start_store(StoreServer** server = nullptr) {
   UniqueId id;
   id.secret = auth::random_secret();
-  StoreServer* server = StoreServer::start(net::SockAddr::parse("127.0.0.1:0", "test"), id.secret);
-  id.store_address = server->address().to_string();
+  StoreServer* started = StoreServer::start(net::SockAddr::parse("127.0.0.1:0", "test"), id.secret);
+  id.store_address = started->address().to_string();
+  if (server != nullptr) *server = started;
   return id;
 }
 
@@ -61,10 +63,8 @@ TEST(Store, GetWaitsForTheKeyThenTimesOutNamingIt) {
 // The store ends when every rank said goodbye, or left without one (died):
 // a dead rank must not keep it running in the survivor that hosts it.
 TEST(Store, EndsWhenEveryRankSaidGoodbyeOrDied) {
-  UniqueId id;
-  id.secret = auth::random_secret();
-  StoreServer* server = StoreServer::start(net::SockAddr::parse("127.0.0.1:0", "test"), id.secret);
-  id.store_address = server->address().to_string();
+  StoreServer* server = nullptr;
+  UniqueId id = start_store(&server);
   auto deadline = Deadline::after_ms(5000);
   auto rank0 = std::make_unique<StoreClient>(id, deadline, 0);
   auto rank1 = std::make_unique<StoreClient>(id, deadline, 1);
