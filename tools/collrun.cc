@@ -104,8 +104,8 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// A free loopback port for rank 0's store. The tiny window between closing
-// it here and rank 0 binding it is acceptable for a local launcher.
+// A port for rank 0's store. Nothing else lives in an emulated node's
+// network namespace, so there a port free here is free enough.
 int free_port() {
   coll::net::SockAddr bound;
   coll::net::Fd fd = coll::net::listen_on(coll::net::SockAddr::parse("127.0.0.1:0", "loopback"), &bound, "collrun");
@@ -184,8 +184,18 @@ int main(int argc, char** argv) {
     local_size[0] = opt.nranks;
   }
   // Rank 0 hosts the store: on loopback, or on its emulated node's address.
-  std::string root = (nodes.empty() ? std::string("127.0.0.1") : nodes[static_cast<size_t>(node_of[0])].ip) + ":" +
-                     std::to_string(free_port());
+  // On loopback collrun binds the port and rank 0 inherits the socket, so no
+  // other process (another job's launcher, say) can take it in between.
+  coll::net::Fd store_listener;
+  std::string root;
+  if (nodes.empty()) {
+    coll::net::SockAddr bound;
+    store_listener =
+        coll::net::listen_on(coll::net::SockAddr::parse("127.0.0.1:0", "loopback"), &bound, "collrun store port");
+    root = bound.to_string();
+  } else {
+    root = nodes[static_cast<size_t>(node_of[0])].ip + ":" + std::to_string(free_port());
+  }
   std::string secret = coll::auth::to_hex(coll::auth::random_secret());
   const char* ifname = std::getenv("COLL_SOCKET_IFNAME");
 
@@ -222,6 +232,10 @@ int main(int argc, char** argv) {
       setenv("COLL_LOCAL_RANK", std::to_string(local_rank[static_cast<size_t>(r)]).c_str(), 1);
       setenv("COLL_LOCAL_SIZE", std::to_string(local_size[static_cast<size_t>(node)]).c_str(), 1);
       setenv("COLL_ROOT_ADDR", root.c_str(), 1);
+      if (r == 0 && store_listener.valid()) {
+        int kept = dup(store_listener.get());  // a dup loses close-on-exec; the others' copies close at exec
+        setenv("COLL_ROOT_LISTEN_FD", std::to_string(kept).c_str(), 1);
+      }
       setenv("COLL_JOB_SECRET", secret.c_str(), 1);
       if (!nodes.empty()) {
         try {
@@ -247,6 +261,8 @@ int main(int argc, char** argv) {
       coll::net::set_nonblocking(rk.out_fd);
     }
   }
+
+  store_listener.reset();  // rank 0 has it now; a rank 0 that dies must leave no one listening
 
   using Clock = std::chrono::steady_clock;
   int first_failure = 0;

@@ -6,6 +6,8 @@
 #include "core/log.h"
 #include "core/socket.h"
 
+#include <cstdlib>
+
 namespace coll::bootstrap {
 
 UniqueId create_unique_id() {
@@ -19,6 +21,34 @@ UniqueId create_unique_id() {
   return id;
 }
 
+namespace {
+
+// Rank 0's store. collrun binds the port itself and hands the socket down
+// (COLL_ROOT_LISTEN_FD), because a port it merely found free could be taken
+// by another process before rank 0 binds it. Taken once: a later
+// communicator of the same process binds the port again, as other launchers'
+// ranks always do.
+void start_root_store(const Launch& launch) {
+  net::SockAddr root = net::SockAddr::parse(launch.root_addr, "root address");
+  const char* inherited = std::getenv("COLL_ROOT_LISTEN_FD");
+  if (inherited != nullptr && *inherited != '\0') {
+    int fd = std::atoi(inherited);
+    unsetenv("COLL_ROOT_LISTEN_FD");
+    net::SockAddr bound;
+    net::Fd listener = net::adopt_listener(fd, &bound, "COLL_ROOT_LISTEN_FD");
+    if (bound.port() != root.port())
+      fail(Code::kInvalidUsage, "COLL_ROOT_LISTEN_FD=", fd, " listens on port ", bound.port(), ", not on ",
+           launch.root_addr, " (COLL_ROOT_ADDR)");
+    StoreServer::start_on(std::move(listener), bound, launch.secret);
+    return;
+  }
+  // Listen on every address at the launcher's port: MASTER_ADDR may name
+  // this host by any of its addresses.
+  StoreServer::start(net::SockAddr::any(root.family(), root.port()), launch.secret);
+}
+
+}  // namespace
+
 EnvJob join_from_env() {
   Launch launch = discover_launch();
   EnvJob job{launch.rank, launch.nranks, {}};
@@ -28,12 +58,7 @@ EnvJob join_from_env() {
   }
   job.id.store_address = launch.root_addr;
   job.id.secret = launch.secret;
-  if (launch.rank == 0) {
-    // Listen on every address at the launcher's port: MASTER_ADDR may name
-    // this host by any of its addresses.
-    net::SockAddr root = net::SockAddr::parse(launch.root_addr, "root address");
-    StoreServer::start(net::SockAddr::any(root.family(), root.port()), launch.secret);
-  }
+  if (launch.rank == 0) start_root_store(launch);
   return job;
 }
 

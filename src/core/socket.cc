@@ -184,6 +184,19 @@ Fd listen_on(const SockAddr& addr, SockAddr* bound, const char* what) {
   return fd;
 }
 
+Fd adopt_listener(int fd, SockAddr* bound, const char* what) {
+  int listening = 0;
+  socklen_t len = sizeof(listening);
+  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || listening == 0)
+    fail(Code::kInvalidUsage, what, ": descriptor ", fd, " is not a listening socket");
+  Fd owned(fd);
+  if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) fail_errno(Code::kSystem, errno, what, "fcntl");
+  set_nonblocking(fd);
+  bound->length = sizeof(bound->storage);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound->storage), &bound->length);
+  return owned;
+}
+
 namespace {
 
 // Waits for `events` on fd until the deadline; kTimeout names `what`.

@@ -65,6 +65,11 @@ SockAddr choose_interface(std::string* ifname);
 // *bound receives the actual address.
 Fd listen_on(const SockAddr& addr, SockAddr* bound, const char* what);
 
+// Takes over a listening socket a launcher opened and handed down (fd number
+// `fd`), so that no other process can take its port in between. kInvalidUsage
+// when `fd` is not a listening socket.
+Fd adopt_listener(int fd, SockAddr* bound, const char* what);
+
 // Connects, retrying while the peer is not yet listening, until the deadline.
 Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string& what);
 

@@ -11,6 +11,15 @@ for r in 0 1 2; do
   grep -qxF "[$r] r=$r n=3 l=$r/3 root=127.0.0.1 secret=32" <<<"$out" || fail "rank $r line missing in: $out"
 done
 
+echo "== the store's port is held for rank 0 from the start, so no other process can take it"
+out=$("$collrun" -n 2 --tag-output -- sh -c '[ "$COLL_RANK" = 0 ] || exit 0
+  [ -n "${COLL_ROOT_LISTEN_FD:-}" ] && [ -e "/proc/$$/fd/$COLL_ROOT_LISTEN_FD" ] || { echo "no inherited listener"; exit 1; }
+  /usr/bin/python3 -c "import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try: s.bind((\"127.0.0.1\", int(sys.argv[1]))); print(\"port was free\")
+except OSError as e: print(\"held:\", e.errno)" "${COLL_ROOT_ADDR##*:}"')
+grep -qxF "[0] held: 98" <<<"$out" || fail "rank 0's port could be taken by another process: $out"
+
 echo "== the first non-zero exit status is returned"
 set +e
 "$collrun" -n 3 --grace 1 -- sh -c 'exit $(( COLL_RANK == 1 ? 7 : 0 ))'

@@ -9,7 +9,20 @@ fail() { echo "env_launch_test: FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# MASTER_PORT as a user picks it: a port free now. It is drawn below the
+# kernel's ephemeral range (32768 and up here), where port-0 binds and
+# outgoing connections of the tests running alongside never land.
+free_port() {
+  /usr/bin/python3 -c '
+import random, socket
+while True:
+    port = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port)); print(port); break
+    except OSError:
+        pass'
+}
 
 run_job() {  # launcher (torchrun|slurm), world_size, extra env...
   local launcher=$1 world=$2; shift 2

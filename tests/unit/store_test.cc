@@ -1,5 +1,6 @@
 // The bootstrap store in one process: set/get/add, waiting with a deadline,
 // and the secret and frame checks that keep strangers out.
+#include "bootstrap/bootstrap.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
@@ -9,8 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <thread>
 
 namespace coll::bootstrap {
@@ -104,6 +109,63 @@ TEST(Store, AMalformedFrameDropsOnlyThatConnection) {
   StoreClient good(id, deadline, kStoreClientIdentity);
   good.set("ok", "1", deadline);
   EXPECT_EQ(good.get("ok", deadline, "ok"), "1");
+}
+
+// collrun's hand-down: rank 0 hosts the store on the socket it inherited.
+class InheritedListener : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    listener_ = net::listen_on(net::SockAddr::parse("127.0.0.1:0", "test"), &bound_, "test");
+    setenv("COLL_RANK", "0", 1);
+    setenv("COLL_NRANKS", "1", 1);
+    setenv("COLL_ROOT_ADDR", bound_.to_string().c_str(), 1);
+    setenv("COLL_JOB_SECRET", "00112233445566778899aabbccddeeff", 1);
+  }
+  void TearDown() override {
+    for (const char* v : {"COLL_RANK", "COLL_NRANKS", "COLL_ROOT_ADDR", "COLL_JOB_SECRET", "COLL_ROOT_LISTEN_FD"})
+      unsetenv(v);
+  }
+  net::SockAddr bound_;
+  net::Fd listener_;
+};
+
+TEST_F(InheritedListener, Rank0ServesOnItAndTakesItOnce) {
+  setenv("COLL_ROOT_LISTEN_FD", std::to_string(dup(listener_.get())).c_str(), 1);
+  EnvJob job = join_from_env();
+  EXPECT_EQ(std::getenv("COLL_ROOT_LISTEN_FD"), nullptr) << "a second communicator must not adopt it again";
+  listener_.reset();  // only rank 0's copy is left, as under collrun
+  auto deadline = Deadline::after_ms(5000);
+  StoreClient client(job.id, deadline, kStoreClientIdentity);
+  client.set("k", "v", deadline);
+  EXPECT_EQ(client.get("k", deadline, "k"), "v");
+}
+
+TEST_F(InheritedListener, ADescriptorThatIsNotAListenerIsNamed) {
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  setenv("COLL_ROOT_LISTEN_FD", std::to_string(pipe_fds[0]).c_str(), 1);
+  try {
+    join_from_env();
+    FAIL() << "a pipe was taken for a listening socket";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("COLL_ROOT_LISTEN_FD"), std::string::npos) << e.what();
+  }
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+}
+
+TEST_F(InheritedListener, OneOnAnotherPortThanTheRootAddressIsRefused) {
+  net::SockAddr other_bound;
+  net::Fd other = net::listen_on(net::SockAddr::parse("127.0.0.1:0", "test"), &other_bound, "test");
+  setenv("COLL_ROOT_LISTEN_FD", std::to_string(dup(other.get())).c_str(), 1);
+  try {
+    join_from_env();
+    FAIL() << "a listener on port " << other_bound.port() << " was taken for " << bound_.to_string();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("COLL_ROOT_ADDR"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StoreProtocol, RequestsAreBoundedBeforeUse) {
