@@ -50,6 +50,12 @@ struct Coll {
   void barrier() { check(coll_barrier(comm), comm, "barrier"); }
   void sum(uint64_t& v) { check(coll_allreduce(&v, &v, 1, COLL_UINT64, COLL_SUM, comm, nullptr), comm, "allreduce"); }
   void max(double& v) { check(coll_allreduce(&v, &v, 1, COLL_FLOAT64, COLL_MAX, comm, nullptr), comm, "allreduce"); }
+  void* allocate(size_t bytes) {
+    void* p = nullptr;
+    check(coll_mem_alloc(&p, bytes), nullptr, "coll_mem_alloc");
+    return p;
+  }
+  void release(void* p) { check(coll_mem_free(p), nullptr, "coll_mem_free"); }
 };
 
 }  // namespace

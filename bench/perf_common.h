@@ -36,12 +36,14 @@ struct Options {
   std::string algorithm;
   std::string collective = "allreduce";
   int root = 0;
+  int registered = 0;  // -R 1: buffers from the library's shareable memory (coll_mem_alloc)
 };
 
 inline void usage(FILE* out) {
   std::fprintf(out,
                "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]\n"
-               "                 [-c 0|1] [-d dtype] [-o op] [-a algorithm] [-C collective] [-r root] [-h]\n"
+               "                 [-c 0|1] [-d dtype] [-o op] [-a algorithm] [-C collective] [-r root] [-R 0|1]\n"
+               "                 [-h]\n"
                "  -b, -e   sizes in bytes, with K, M or G suffix (32M)\n"
                "  -f       multiply the size by this much per step (2)\n"
                "  -n, -w   timed and warm-up iterations per size (20, 5)\n"
@@ -50,7 +52,8 @@ inline void usage(FILE* out) {
                "  -o       sum prod min max avg\n"
                "  -a       algorithm for the collective (sets COLL_ALGO=collective:algorithm)\n"
                "  -C       allreduce broadcast reduce allgather reduce_scatter alltoall (allreduce)\n"
-               "  -r       root of broadcast and reduce (0)\n",
+               "  -r       root of broadcast and reduce (0)\n"
+               "  -R       1: buffers from coll_mem_alloc, which peers on the node read in place (0)\n",
                program_name());
 }
 
@@ -135,6 +138,8 @@ inline Options parse(int argc, char** argv) {
       o.collective = v;
     else if (a == "-r")
       o.root = std::atoi(v);
+    else if (a == "-R")
+      o.registered = std::atoi(v);
     else
       die("unknown option " + a);
   }
@@ -142,6 +147,7 @@ inline Options parse(int argc, char** argv) {
   if (o.factor <= 1) die("-f must be greater than 1");
   if (o.iters < 1 || o.warmup < 0) die("-n must be positive and -w not negative");
   if (perf::find(o.collective) == nullptr) die("unknown collective '" + o.collective + "'");
+  if (o.registered != 0 && o.registered != 1) die("-R must be 0 or 1");
   return o;
 }
 
@@ -151,9 +157,9 @@ struct Result {
 };
 
 inline void print_header(const Options& o, const char* collective, int nranks, const char* algorithm) {
-  std::printf("# %s: %s, %d ranks, %s %s, algorithm %s, %d iterations, %d warm-up, check %d\n", program_name(),
+  std::printf("# %s: %s, %d ranks, %s %s, algorithm %s, %d iterations, %d warm-up, check %d%s\n", program_name(),
               collective, nranks, coll::reduce::datatype_name(o.dtype), coll::reduce::redop_name(o.op), algorithm,
-              o.iters, o.warmup, o.check);
+              o.iters, o.warmup, o.check, o.registered ? ", buffers from coll_mem_alloc" : "");
   std::printf("#\n");
   std::printf("# %10s  %12s  %8s  %6s  %6s  %33s  %33s\n", "", "", "", "", "", "out-of-place", "in-place");
   std::printf("# %10s  %12s  %8s  %6s  %6s  %9s %7s %7s %6s  %9s %7s %7s %6s\n", "size", "count", "type", "redop",
@@ -209,6 +215,39 @@ uint64_t checked_run(const Ops& ops, Library& lib, const Case& c) {
   }
 }
 
+// The sweep's two buffers: the library's shareable memory with -R 1 (a
+// library offering allocate(bytes) and release(ptr)), else plain vectors.
+template <typename Library>
+class Buffers {
+ public:
+  Buffers(const Options& o, Library& lib, size_t bytes) : lib_(lib) {
+    if (o.registered == 0) {
+      send_vec_.resize(bytes), recv_vec_.resize(bytes);
+      send = send_vec_.data(), recv = recv_vec_.data();
+      return;
+    }
+    if constexpr (requires { lib.allocate(bytes); }) {
+      send = static_cast<char*>(lib.allocate(bytes)), recv = static_cast<char*>(lib.allocate(bytes));
+      owned_ = true;
+    } else {
+      die("-R 1: " + std::string(program_name()) + " has no shareable memory");
+    }
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  ~Buffers() {
+    if constexpr (requires { lib_.release(send); })
+      if (owned_) lib_.release(send), lib_.release(recv);
+  }
+  char* send = nullptr;
+  char* recv = nullptr;
+
+ private:
+  Library& lib_;
+  bool owned_ = false;
+  std::vector<char> send_vec_, recv_vec_;
+};
+
 // The whole sweep, for any library. `lib` provides run(const Case&) (one
 // call of the collective, false on failure), barrier(), and the reductions
 // sum(uint64_t&) and max(double&) across ranks, and optionally check (see
@@ -218,7 +257,7 @@ template <typename Library>
 size_t sweep(const Options& o, const Ops& ops, int rank, int nranks, coll_comm_t comm, Library& lib,
              const char* algorithm) {
   const size_t es = coll::reduce::datatype_size(o.dtype);
-  std::vector<char> send(std::max(o.max_bytes, es)), recv(std::max(o.max_bytes, es));
+  Buffers<Library> buffers(o, lib, std::max(o.max_bytes, es));
   if (rank == 0) print_header(o, ops.name, nranks, algorithm);
   auto measure = [&](const Case& c) {
     Result res;
@@ -242,7 +281,7 @@ size_t sweep(const Options& o, const Ops& ops, int rank, int nranks, coll_comm_t
   const int root = ops.rooted ? o.root : -1;
   for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes = next_size(o, bytes)) {
     size_t count = row_count(ops, bytes, o.dtype, nranks);
-    Case c{comm, rank, nranks, o.dtype, o.op, o.root, count, false, send.data(), recv.data()};
+    Case c{comm, rank, nranks, o.dtype, o.op, o.root, count, false, buffers.send, buffers.recv};
     Result out = measure(c);
     c.in_place = true;
     Result in = measure(c);

@@ -25,7 +25,9 @@ usage: scripts/compare.sh [-n ranks] [-b min] [-e max] [-f factor] [-r rounds] [
   -i, -w    timed and warm-up iterations; by default 200 and 20 below 4 MiB, 10 and 3 from 4 MiB
             (a small size's time is a few microseconds: few iterations would measure one hiccup)
   -t tcp    coll with COLL_TRANSPORTS=tcp and Open MPI with --mca btl tcp,self (Gloo is always TCP)
-  -p        peers: mpi, gloo (its default algorithm) or gloo:ring|ring_chunked|halving_doubling
+  -p        peers: mpi, gloo (its default algorithm) or gloo:ring|ring_chunked|halving_doubling, and
+            coll-shared: coll with buffers from coll_mem_alloc (coll_perf -R 1), which ranks on the
+            node read in place, beside coll with private buffers
 USAGE
 }
 while getopts "n:b:e:f:r:i:w:d:t:p:o:h" opt; do
@@ -76,6 +78,10 @@ command_for() {
       local btl=""
       [ "$transport" = tcp ] && btl="--mca btl tcp,self"
       echo "mpirun --allow-run-as-root --oversubscribe $btl -np $np $build/bench/mpi_perf ${sweep[*]}" ;;
+    coll-shared)
+      local env=()
+      [ "$transport" = tcp ] && env=(env COLL_TRANSPORTS=tcp)
+      echo "${env[*]} $build/tools/collrun -n $np $build/bench/coll_perf ${sweep[*]} -R 1" ;;
     gloo) echo "$build/tools/collrun -n $np $build/bench/gloo_perf ${sweep[*]}" ;;
     gloo:*) echo "$build/tools/collrun -n $np $build/bench/gloo_perf ${sweep[*]} -a ${1#gloo:}" ;;
     *) echo "compare: unknown peer '$1'" >&2; exit 2 ;;

@@ -290,6 +290,24 @@ COLL_API coll_result_t coll_wait(coll_request_t request);
  * otherwise its result, and the request is released. */
 COLL_API coll_result_t coll_test(coll_request_t request);
 
+/* ---------------------------------------------------------------------------
+ * Buffers the ranks of a node share (as ncclMemAlloc). Memory from
+ * coll_mem_alloc is ordinary host memory to the caller; large messages sent
+ * from it to a rank on the same node are read by the receiver where they lie,
+ * one copy instead of two (shared-memory transport; README, "Shared
+ * buffers"). Any buffer argument of any collective may come from here, whole
+ * or in part. Thread-safe; no communicator needed.
+ * ------------------------------------------------------------------------- */
+
+/* *ptr = `bytes` (> 0) of zeroed, page-aligned memory. COLL_SYSTEM_ERROR
+ * when the system has none to give. */
+COLL_API coll_result_t coll_mem_alloc(void** ptr, size_t bytes);
+
+/* Releases memory from coll_mem_alloc (null is a no-op). A pointer that is
+ * not one coll_mem_alloc returned is COLL_INVALID_ARGUMENT. Operations using
+ * it must have completed. */
+COLL_API coll_result_t coll_mem_free(void* ptr);
+
 /* A static string naming the code, e.g. "COLL_TIMEOUT: timed out waiting for a peer".
  * Never null; unknown codes give "unknown coll_result_t". */
 COLL_API const char* coll_get_error_string(coll_result_t result);

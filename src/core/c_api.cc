@@ -3,6 +3,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/c_api_internal.h"
 #include "core/log.h"
+#include "transport/shm/region.h"
 
 #include <coll/coll.h>
 
@@ -174,6 +175,22 @@ coll_result_t coll_comm_size(coll_comm_t comm, int* size) {
   return guarded(comm, [&] {
     if (size == nullptr) fail(Code::kInvalidArgument, "size: null pointer");
     *size = comm->impl->nranks();
+  });
+}
+
+coll_result_t coll_mem_alloc(void** ptr, size_t bytes) {
+  return guarded(nullptr, [&] {
+    if (ptr == nullptr) fail(Code::kInvalidArgument, "coll_mem_alloc: ptr is null");
+    *ptr = nullptr;
+    if (bytes == 0) fail(Code::kInvalidArgument, "coll_mem_alloc: bytes is 0");
+    *ptr = coll::transport::shm::allocate_region(bytes);
+  });
+}
+
+coll_result_t coll_mem_free(void* ptr) {
+  return guarded(nullptr, [&] {
+    if (ptr != nullptr && !coll::transport::shm::free_region(ptr))
+      fail(Code::kInvalidArgument, "coll_mem_free: ", ptr, " is not memory from coll_mem_alloc");
   });
 }
 

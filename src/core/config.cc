@@ -33,6 +33,10 @@ const std::vector<Setting>& settings() {
       {"COLL_SHM_SINGLE_COPY", "bool", "0", "",
        "shm: 1 lets receivers read messages of 256 KiB and more straight from the sender (process_vm_readv); "
        "off by default, as it measured 2x slower than the slots here"},
+      {"COLL_SHM_MAPPED", "bool", "0", "",
+       "shm: 1 sends messages of 64 KiB and more from coll_mem_alloc buffers as references that the "
+       "receiver maps (pidfd_getfd) and reads in place; off by default, as the ring measured slower "
+       "with it here (docs/PERFORMANCE.md)"},
       {"COLL_REDUCE_ISA", "string", "", "",
        "reduction kernels: portable, avx2 or avx512; unset picks the widest this CPU supports"},
       {"COLL_HOSTID", "string", "", "", "overrides this node's identity (emulated multi-node)"},

@@ -42,6 +42,13 @@ check_ok "$out" "3 ranks 1M"
 grep -q "size *count *type *redop *root *time *algbw *busbw *#wrong" <<<"$out" || fail "header: $out"
 grep -Eq "^ +1048576 +262144 +float32 +sum +-1 " <<<"$out" || fail "row: $out"
 
+echo "== -R 1: buffers from coll_mem_alloc, through the slots and read in place"
+for mapped in 0 1; do
+  out=$(COLL_SHM_MAPPED=$mapped "$collrun" -n 3 "$perf" -b 4 -e 4M -f 16 -n 1 -w 0 -R 1 -d bfloat16 -o avg)
+  check_ok "$out" "-R 1, COLL_SHM_MAPPED=$mapped"
+  grep -q "buffers from coll_mem_alloc" <<<"$out" || fail "-R 1: the header does not say so: $out"
+done
+
 echo "== -a names an algorithm; an unknown one is an error"
 "$collrun" -n 2 "$perf" -b 1K -e 1K -n 1 -w 0 -a ring >/dev/null
 set +e

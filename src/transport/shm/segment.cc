@@ -56,7 +56,8 @@ void Segment::unlink() {
   linked_ = false;
 }
 
-Segment Segment::create(const std::string& name, uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes) {
+Segment Segment::create(const std::string& name, uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes,
+                        const Probes& probes) {
   if (nslots == 0 || (nslots & (nslots - 1)) != 0)
     fail(Code::kInternal, "shm: ", nslots, " slots per ring is not a power of two");
   const size_t bytes = bytes_for(nlocal, nslots, slot_bytes);
@@ -90,6 +91,10 @@ Segment Segment::create(const std::string& name, uint32_t nlocal, uint32_t nslot
   h->nslots = nslots;
   h->slot_bytes = slot_bytes;
   h->pid = getpid();
+  h->probe_address = probes.address;
+  h->probe_value = probes.value;
+  h->probe_fd = probes.fd;
+  h->probe_inode = probes.inode;
   for (uint32_t i = 0; i < nlocal; ++i) new (&s.ring(i)) RingHeader();
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;  // last: a peer that sees it sees the rest

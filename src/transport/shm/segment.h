@@ -5,6 +5,8 @@
 // write the same line.
 #pragma once
 
+#include "transport/shm/region.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -17,11 +19,13 @@ struct alignas(64) RingHeader {
   alignas(64) std::atomic<uint64_t> tail;       // slots released (consumer)
   alignas(64) std::atomic<uint64_t> cma_acked;  // single-copy messages read (consumer)
   std::atomic<uint32_t> cma_ok;                 // the consumer can read the producer's memory
+  std::atomic<uint32_t> map_ok;                 // the consumer can map the producer's coll_mem_alloc buffers
 };
 
 // kInline: a whole message of at most kInlineBytes, inside the header's own
 // cache line, so the consumer's one miss on that line brings everything.
-enum class SlotKind : uint32_t { kData = 0, kCma = 1, kInline = 2 };
+// kMapped: a reference into the producer's coll_mem_alloc buffer (region.h).
+enum class SlotKind : uint32_t { kData = 0, kCma = 1, kInline = 2, kMapped = 3 };
 inline constexpr size_t kInlineBytes = 32;
 
 struct alignas(64) SlotHeader {
@@ -40,6 +44,7 @@ struct alignas(64) SlotHeader {
       int32_t cma_pid;
     } part;
     char inline_data[kInlineBytes];  // kInline
+    RegionRef mapped;                // kMapped
   };
 };
 static_assert(sizeof(SlotHeader) == 64, "a slot header is one cache line");
@@ -52,6 +57,8 @@ struct alignas(64) SegmentHeader {
   int32_t pid;
   uint64_t probe_address;  // a word peers read with process_vm_readv to test single copy
   uint64_t probe_value;
+  int32_t probe_fd;                            // a memfd peers take with pidfd_getfd to test buffer sharing
+  uint64_t probe_inode;                        // its inode
   alignas(64) std::atomic<uint32_t> doorbell;  // bumped by anyone with news for the owner
   std::atomic<uint32_t> sleepers;              // the owner is (about to be) asleep on the doorbell
   alignas(64) std::atomic<int32_t> attached;   // local peers that have mapped this segment
@@ -69,9 +76,17 @@ class Segment {
   Segment& operator=(const Segment&) = delete;
   ~Segment();
 
+  // What peers probe at setup (SegmentHeader's probe_ fields). Written
+  // before the segment is marked ready, so that no peer reads them unset.
+  struct Probes {
+    uint64_t address = 0, value = 0;
+    int32_t fd = -1;
+    uint64_t inode = 0;
+  };
   // Creates /dev/shm/<name> (name starts with '/'); kSystem with the space
   // it needs when /dev/shm is too small.
-  static Segment create(const std::string& name, uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes);
+  static Segment create(const std::string& name, uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes,
+                        const Probes& probes);
   // Maps an existing segment; false while it does not exist yet.
   static bool try_open(const std::string& name, Segment* out);
 

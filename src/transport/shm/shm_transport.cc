@@ -107,10 +107,14 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
   auto index_of = [&](int r) {
     return static_cast<uint32_t>(std::find(local.begin(), local.end(), r) - local.begin());
   };
-  own_ = Segment::create(name_, static_cast<uint32_t>(local.size()), kSlots, kSlotBytes);
-  own_.header().probe_address = reinterpret_cast<uint64_t>(&probe_word_);
-  own_.header().probe_value = probe_word_;
   const bool single_copy_allowed = config::get_bool("COLL_SHM_SINGLE_COPY");
+  const bool mapping_allowed = config::get_bool("COLL_SHM_MAPPED");
+  Segment::Probes probes{reinterpret_cast<uint64_t>(&probe_word_), probe_word_};
+  if (mapping_allowed) {
+    region_probe_ = net::Fd(make_probe(&probes.inode));
+    probes.fd = region_probe_.get();
+  }
+  own_ = Segment::create(name_, static_cast<uint32_t>(local.size()), kSlots, kSlotBytes, probes);
 
   peer_index_.assign(static_cast<size_t>(nranks_), -1);
   peers_.reserve(local.size());
@@ -133,6 +137,16 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     p.out_slots = p.segment.slots(p.index_there);
     p.in_ring = &own_.ring(p.index_here);
     p.in_slots = own_.slots(p.index_here);
+    // Can we map this peer's coll_mem_alloc buffers? Probed before we count
+    // as attached: the peer closes its probe once every rank has.
+    std::string why = "COLL_SHM_MAPPED=0";
+    const SegmentHeader& theirs = p.segment.header();
+    const bool can_map = mapping_allowed && theirs.probe_fd >= 0 &&
+                         can_take_descriptor(p.pidfd.get(), theirs.probe_fd, theirs.probe_inode, &why);
+    p.in_ring->map_ok.store(can_map ? 1 : 0, std::memory_order_release);
+    if (!can_map)
+      log::info(log::kNet, "shm: rank ", rank_, " cannot map rank ", r, "'s buffers (", why,
+                "): its messages go through the slots");
     p.segment.header().attached.fetch_add(1, std::memory_order_acq_rel);
     // Single copy: can we read this peer's memory? Its ring in our segment says so to it.
     uint64_t seen = 0;
@@ -154,6 +168,7 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   own_.unlink();
+  region_probe_.reset();
   set_up_ = true;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   yield_ = static_cast<long>(local.size()) > cores;
@@ -234,7 +249,14 @@ bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
   while (!p.sends.empty() && room()) {
     Op& op = p.sends.front();
     SlotHeader& slot = p.out_slots[head];
-    const bool single_copy = op.bytes >= kSingleCopyBytes && ring.cma_ok.load(std::memory_order_acquire) == 1;
+    // How the message goes is decided at its first slot: a reference into a
+    // coll_mem_alloc buffer, a descriptor for process_vm_readv, or the slots.
+    const bool first = op.done_bytes == 0;
+    RegionRef ref{};
+    const bool mapped = first && op.bytes >= kMappedBytes && ring.map_ok.load(std::memory_order_acquire) == 1 &&
+                        find_region(op.data, op.bytes, &ref);
+    const bool single_copy =
+        first && !mapped && op.bytes >= kSingleCopyBytes && ring.cma_ok.load(std::memory_order_acquire) == 1;
     slot.tag = op.tag;
     slot.total = op.bytes;
     if (op.bytes <= kInlineBytes) {
@@ -242,6 +264,12 @@ bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
       slot.length = static_cast<uint32_t>(op.bytes);
       if (op.bytes > 0) std::memcpy(slot.inline_data, op.data, op.bytes);  // a 0-byte buffer may be null
       op.done_bytes = op.bytes;
+    } else if (mapped) {
+      slot.kind = SlotKind::kMapped;
+      slot.length = 0;
+      slot.mapped = ref;
+      op.done_bytes = op.bytes;
+      op.ack_target = ++p.single_copies_sent;
     } else if (single_copy) {
       slot.kind = SlotKind::kCma;
       slot.length = 0;
@@ -261,7 +289,7 @@ bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
     ring.head.store(++head, std::memory_order_relaxed);
     moved = true;
     if (op.done_bytes == op.bytes) {
-      if (single_copy)
+      if (single_copy || mapped)
         p.awaiting_ack.push_back(op);  // the peer reads our buffer: not done until it says so
       else
         done.push_back(op.id);
@@ -295,6 +323,10 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
     if (slot.kind == SlotKind::kInline) {
       deliver(op, 0, slot.inline_data, slot.length);
       op.done_bytes = op.bytes;
+    } else if (slot.kind == SlotKind::kMapped) {
+      deliver(op, 0, map_region(p, slot.mapped, op.bytes), op.bytes);
+      op.done_bytes = op.bytes;
+      ring.cma_acked.fetch_add(1, std::memory_order_acq_rel);
     } else if (slot.kind == SlotKind::kCma) {
       int err = 0;
       char* into = op.data;
@@ -318,6 +350,16 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
   }
   if (moved) ring_bell(p.segment.header());  // slots freed, or a single copy acknowledged
   return moved;
+}
+
+// The peer's bytes at `ref`. Its name is built only when mapping fails: a
+// string per message would cost more than the message's bookkeeping.
+const char* ShmTransport::map_region(Peer& p, const RegionRef& ref, size_t bytes) {
+  try {
+    return p.regions.map(p.pidfd.get(), ref, bytes);
+  } catch (const Error& e) {
+    fail(e.code(), "shm: rank ", rank_, " reading ", name(p), "'s buffer: ", e.what());
+  }
 }
 
 bool ShmTransport::progress(std::vector<RequestId>& done) {

@@ -7,6 +7,9 @@
 // kSingleCopyBytes instead travels as a descriptor, and the receiver reads it
 // straight from the sender's memory with process_vm_readv (cross-memory
 // attach) — one copy — when an init-time probe showed the kernel allows it.
+// With COLL_SHM_MAPPED=1, a message of at least kMappedBytes sent from a
+// coll_mem_alloc buffer travels as a reference into it, which the receiver
+// maps once and reads in place (region.h): one copy, without the kernel.
 //
 // Segments are unlinked as soon as every local rank has mapped them, so
 // nothing is left in /dev/shm even after kill -9. Waiting spins briefly,
@@ -66,6 +69,7 @@ class ShmTransport final : public Transport {
   bool reaches(const std::string& peer_address) const override;
 
   static constexpr size_t kSingleCopyBytes = 256 << 10;
+  static constexpr size_t kMappedBytes = 64 << 10;
 
  private:
   struct Op {
@@ -92,7 +96,8 @@ class ShmTransport final : public Transport {
     RingHeader* in_ring = nullptr;  // its ring in ours, and its slots
     Segment::Slots in_slots;
     Fifo<Op> sends, recvs, awaiting_ack;
-    uint64_t single_copies_sent = 0;
+    uint64_t single_copies_sent = 0;  // and references sent: the peer acknowledges both alike
+    PeerRegions regions;              // its coll_mem_alloc buffers that we have mapped
     // The consumer's tail as last read. Reading the real one costs a cache
     // miss (the consumer writes it), so it is re-read only when the ring
     // looks full.
@@ -102,6 +107,7 @@ class ShmTransport final : public Transport {
   void setup(const std::vector<std::string>& addresses, const Deadline& deadline);
   RequestId post_recv_op(Peer& p, const Op& op);
   bool progress(std::vector<RequestId>& done);
+  const char* map_region(Peer& p, const RegionRef& ref, size_t bytes);
   bool progress_sends(Peer& p, std::vector<RequestId>& done);
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
   void ring_bell(SegmentHeader& h);
@@ -127,6 +133,7 @@ class ShmTransport final : public Transport {
   std::vector<RequestId> completed_early_;  // completed while being posted, reported by the next poll
   std::atomic<bool> closed_{false};
   uint64_t probe_word_;
+  net::Fd region_probe_;           // peers take it with pidfd_getfd at setup; closed once they have
   std::vector<char> cma_staging_;  // a single-copy message bound for a sink is read here first
 };
 

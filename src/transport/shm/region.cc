@@ -1,0 +1,162 @@
+#include "transport/shm/region.h"
+
+#include "core/error.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
+
+namespace coll::transport::shm {
+namespace {
+
+struct Region {
+  size_t bytes;  // mapped (whole pages)
+  uint64_t id;
+  uint64_t inode;
+  int fd;
+};
+
+// By start address, so that a pointer finds its region with one upper_bound.
+struct Registry {
+  std::mutex mutex;
+  std::map<uintptr_t, Region> regions;
+  uint64_t next_id = 1;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: regions may be freed during static destruction
+  return *r;
+}
+
+size_t whole_pages(size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+uint64_t inode_of(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+int take_descriptor(int pidfd, int fd) { return static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0)); }
+
+}  // namespace
+
+void* allocate_region(size_t bytes) {
+  const size_t size = whole_pages(bytes);
+  int fd = memfd_create("coll-mem", MFD_CLOEXEC);
+  if (fd < 0) fail_errno(Code::kSystem, errno, str_cat("coll_mem_alloc: ", bytes, " bytes"), "memfd_create");
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    int err = errno;
+    close(fd);
+    fail_errno(Code::kSystem, err, str_cat("coll_mem_alloc: ", bytes, " bytes"), "ftruncate");
+  }
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    int err = errno;
+    close(fd);
+    fail_errno(Code::kSystem, err, str_cat("coll_mem_alloc: ", bytes, " bytes"), "mmap");
+  }
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.regions[reinterpret_cast<uintptr_t>(base)] = Region{size, r.next_id++, inode_of(fd), fd};
+  return base;
+}
+
+bool free_region(void* ptr) {
+  Registry& r = registry();
+  Region region{};
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.regions.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == r.regions.end()) return false;
+    region = it->second;
+    r.regions.erase(it);
+  }
+  munmap(ptr, region.bytes);
+  close(region.fd);
+  return true;
+}
+
+bool find_region(const void* data, size_t bytes, RegionRef* ref) {
+  const auto at = reinterpret_cast<uintptr_t>(data);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.regions.upper_bound(at);
+  if (it == r.regions.begin()) return false;
+  --it;
+  const size_t offset = at - it->first;
+  if (offset > it->second.bytes || bytes > it->second.bytes - offset) return false;
+  *ref = RegionRef{offset, it->second.id, it->second.inode, it->second.fd};
+  return true;
+}
+
+size_t live_regions() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.regions.size();
+}
+
+PeerRegions::~PeerRegions() {
+  for (const Mapping& m : maps_) munmap(m.base, m.bytes);
+}
+
+const char* PeerRegions::map(int pidfd, const RegionRef& ref, size_t bytes) {
+  auto it = std::find_if(maps_.begin(), maps_.end(), [&](const Mapping& m) { return m.id == ref.id; });
+  if (it == maps_.end()) {
+    int fd = take_descriptor(pidfd, ref.fd);
+    if (fd < 0) fail_errno(Code::kRemote, errno, str_cat("taking descriptor ", ref.fd), "pidfd_getfd");
+    struct stat st {};
+    const bool same = fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_ino) == ref.inode;
+    void* base = same ? mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    int err = errno;
+    close(fd);
+    if (!same) fail(Code::kRemote, "descriptor ", ref.fd, " is no longer the buffer announced");
+    if (base == MAP_FAILED) fail_errno(Code::kSystem, err, "mapping it", "mmap");
+    if (maps_.size() == kMaxMappings) {
+      munmap(maps_.front().base, maps_.front().bytes);
+      maps_.erase(maps_.begin());
+    }
+    maps_.push_back(Mapping{ref.id, static_cast<char*>(base), static_cast<size_t>(st.st_size)});
+    it = std::prev(maps_.end());
+  } else if (std::next(it) != maps_.end()) {
+    std::rotate(it, std::next(it), maps_.end());  // now the most recently used
+    it = std::prev(maps_.end());
+  }
+  if (ref.offset > it->bytes || bytes > it->bytes - ref.offset)
+    fail(Code::kRemote, bytes, " bytes announced at offset ", ref.offset, " of a ", it->bytes, "-byte buffer");
+  return it->base + ref.offset;
+}
+
+bool can_take_descriptor(int pidfd, int fd, uint64_t inode, std::string* why) {
+  if (pidfd < 0) {
+    *why = "no pidfd (kernel before 5.3)";
+    return false;
+  }
+  int taken = take_descriptor(pidfd, fd);
+  if (taken < 0) {
+    *why = str_cat("pidfd_getfd: ", std::strerror(errno));
+    return false;
+  }
+  const bool same = inode_of(taken) == inode;
+  close(taken);
+  if (!same) *why = "pidfd_getfd gave another file than the probe";
+  return same;
+}
+
+int make_probe(uint64_t* inode) {
+  int fd = memfd_create("coll-probe", MFD_CLOEXEC);
+  if (fd < 0) fail_errno(Code::kSystem, errno, "shm: the buffer-sharing probe", "memfd_create");
+  *inode = inode_of(fd);
+  return fd;
+}
+
+}  // namespace coll::transport::shm

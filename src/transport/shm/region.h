@@ -1,0 +1,79 @@
+// Buffers that the other ranks of a node can map: coll_mem_alloc's memory.
+//
+// coll_mem_alloc puts each buffer in a memfd of its own and keeps the
+// descriptor open. A large message sent from such a buffer over shared
+// memory then travels as a reference (region id, descriptor number, inode,
+// offset): the receiver takes a copy of the descriptor with pidfd_getfd, maps
+// the region once, and reads the bytes where the sender keeps them. One pass
+// over the data instead of two (into the slots, out of them), and no kernel
+// copy per message as with process_vm_readv. NCCL's registered buffers
+// (ncclMemAlloc, ncclCommRegister) play the same part for GPUs.
+//
+// A mapping outlives the owner's coll_mem_free and even its death (a memfd's
+// pages live while anyone maps them), so reading a dead peer's region is
+// never a fault; region ids are never reused, so a stale mapping is never
+// taken for a new region.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coll::transport::shm {
+
+// Where a message lies in its sender's region, as the slot carries it.
+struct RegionRef {
+  uint64_t offset;  // of the message in the region
+  uint64_t id;      // unique in the owning process, never reused
+  uint64_t inode;   // of the memfd: a descriptor number reused for another file is caught
+  int32_t fd;       // the owner's descriptor number
+};
+
+// The process's regions. Thread-safe. allocate_region throws coll::Error
+// (kSystem with errno when the memfd cannot be made or mapped).
+void* allocate_region(size_t bytes);
+// false when ptr is not a region's start.
+bool free_region(void* ptr);
+// Whether [data, data + bytes) lies in one region; if so fills *ref.
+bool find_region(const void* data, size_t bytes, RegionRef* ref);
+// How many regions are allocated (for tests of leaks).
+size_t live_regions();
+
+// The regions of one peer that this rank has mapped. Not thread-safe (one
+// transport's). At most kMaxMappings stay mapped; the least recently used
+// goes first.
+class PeerRegions {
+ public:
+  PeerRegions() = default;
+  PeerRegions(PeerRegions&& other) noexcept : maps_(std::move(other.maps_)) {}
+  PeerRegions& operator=(PeerRegions&&) = delete;
+  PeerRegions(const PeerRegions&) = delete;
+  PeerRegions& operator=(const PeerRegions&) = delete;
+  ~PeerRegions();
+
+  // The peer's bytes at `ref`, mapping its region on first use through the
+  // peer's pidfd; `bytes` must lie inside it. kRemote when the descriptor
+  // cannot be taken or is not the region announced (the caller names the peer).
+  const char* map(int pidfd, const RegionRef& ref, size_t bytes);
+
+  static constexpr size_t kMaxMappings = 32;
+
+ private:
+  struct Mapping {
+    uint64_t id;
+    char* base;
+    size_t bytes;
+  };
+  std::vector<Mapping> maps_;  // most recently used last
+};
+
+// Whether this process may take descriptor `fd` of the process behind
+// `pidfd`, and it is the file with `inode`: the init-time probe that decides
+// whether a peer's messages may come as references. `why` says why not.
+bool can_take_descriptor(int pidfd, int fd, uint64_t inode, std::string* why);
+
+// A memfd of no size whose descriptor peers probe; its inode.
+int make_probe(uint64_t* inode);
+
+}  // namespace coll::transport::shm

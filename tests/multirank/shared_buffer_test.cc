@@ -1,0 +1,281 @@
+// coll_mem_alloc buffers: exact results for every algorithm and collective
+// when large messages travel as references into the sender's buffer, and
+// proof that they did (the receiver maps the peer's memfd, which
+// /proc/self/maps shows), the fallback when mapping is off, the bound on
+// mapped regions, and the allocator's own contract.
+#include "reduce/reduce.h"
+#include "reduce/reference.h"
+#include "support/multirank.h"
+
+#include <coll/coll.h>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+// Mappings of coll_mem_alloc memfds in this process: its own regions plus
+// the peers' regions it mapped to read them in place.
+int coll_mem_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("/memfd:coll-mem") != std::string::npos) ++n;
+  return n;
+}
+
+int open_descriptors() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// A buffer inside a coll_mem_alloc region, `offset` bytes in, so that
+// references into the middle of a region are exercised too.
+struct Shared {
+  Shared(size_t bytes, size_t offset) {
+    EXPECT_EQ(coll_mem_alloc(&base, bytes + offset), COLL_SUCCESS) << coll_get_last_error(nullptr);
+    data = static_cast<unsigned char*>(base) + offset;
+  }
+  ~Shared() { EXPECT_EQ(coll_mem_free(base), COLL_SUCCESS) << coll_get_last_error(nullptr); }
+  Shared(const Shared&) = delete;
+  Shared& operator=(const Shared&) = delete;
+  void* base = nullptr;
+  unsigned char* data = nullptr;
+};
+
+const coll_datatype_t kTypes[] = {COLL_INT8, COLL_INT64, COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
+const coll_redop_t kOps[] = {COLL_SUM, COLL_MAX, COLL_AVG};
+// 0, 1, and primes large enough that messages pass the 64 KiB mark; the
+// largest (chunked by the ring, 4 MiB of float32) for a few cases only, to
+// stay inside CI's time.
+const size_t kCounts[] = {0, 1, 7919, 65537};
+constexpr size_t kLarge = 1048583;
+
+// One allreduce from shared buffers, checked; `send_shared` false: only the
+// output is shared (the input is private memory).
+bool allreduce_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count, bool in_place,
+                    bool send_shared) {
+  const size_t es = reduce::datatype_size(t), bytes = count * es;
+  Shared send(bytes + 64, 64), recv(bytes + 64, 128);
+  std::vector<unsigned char> private_send(send_shared ? 0 : bytes + 64);
+  unsigned char* in = send_shared ? send.data : private_send.data();
+  reference::fill_input(t, op, rank, count, in);
+  std::memset(recv.data, 0xA5, bytes + 64);
+  void* out = in_place ? static_cast<void*>(in) : recv.data;
+  const std::string what = std::string(reduce::datatype_name(t)) + " " + reduce::redop_name(op) +
+                           " count=" + std::to_string(count) + (in_place ? " in-place" : " out-of-place") +
+                           (send_shared ? "" : " (private input)") + " nranks=" + std::to_string(n);
+  coll_result_t r = coll_allreduce(in, out, count, t, op, comm, nullptr);
+  EXPECT_EQ(r, COLL_SUCCESS) << "rank " << rank << " " << what << ": " << coll_get_last_error(comm);
+  if (r != COLL_SUCCESS) return false;
+  const size_t wrong = reference::count_wrong(t, op, n, count, out);
+  EXPECT_EQ(wrong, 0u) << "rank " << rank << " " << what;
+  if (!in_place) EXPECT_EQ(recv.data[bytes], 0xA5) << "rank " << rank << " " << what << ": written past the end";
+  return wrong == 0 && !::testing::Test::HasFailure();
+}
+
+using AlgoRanks = std::tuple<std::string, int>;
+class SharedAllreduce : public ::testing::TestWithParam<AlgoRanks> {};
+
+TEST_P(SharedAllreduce, ExactAndReadInPlace) {
+  const auto& algorithm = std::get<0>(GetParam());
+  const auto& nranks = std::get<1>(GetParam());
+  RankOptions options{.limit_s = 400,
+                      .env = {{"COLL_TIMEOUT_MS", "120000"}, {"COLL_ALGO", algorithm}, {"COLL_SHM_MAPPED", "1"}}};
+  run_ranks(
+      nranks,
+      [&](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        const int before = coll_mem_mappings();
+        bool ok = true;
+        for (size_t count : kCounts)
+          for (coll_datatype_t t : kTypes)
+            for (coll_redop_t op : kOps)
+              for (bool in_place : {false, true})
+                ok = ok && allreduce_case(comm, rank, n, t, op, count, in_place, true);
+        for (bool in_place : {false, true}) {
+          ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, kLarge, in_place, true);
+          ok = ok && allreduce_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, kLarge, in_place, true);
+          ok = ok && allreduce_case(comm, rank, n, COLL_INT8, COLL_MAX, kLarge, in_place, true);
+        }
+        ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, kLarge, false, false);
+        // Every rank receives a large chunk from some peer: it mapped that
+        // peer's buffer (its own buffers were freed again).
+        if (ok) EXPECT_GT(coll_mem_mappings(), before) << "rank " << rank << " read no peer buffer in place";
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      options);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, SharedAllreduce,
+                         ::testing::Combine(::testing::Values("ring", "tree", "halving_doubling", "recursive_doubling",
+                                                              "direct"),
+                                            ::testing::Values(2, 3)),
+                         [](const ::testing::TestParamInfo<AlgoRanks>& info) {
+                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
+
+// The rest of the family from shared buffers, 3 ranks, a count whose
+// messages pass the 64 KiB mark.
+TEST(SharedBuffers, EveryCollectiveExact) {
+  RankOptions options{.env = {{"COLL_SHM_MAPPED", "1"}}};
+  run_ranks(
+      3,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        const size_t count = 100003;  // prime; int64: 800 KB per block
+        const coll_datatype_t t = COLL_INT64;
+        Shared send(count * 8 * n, 0), recv(count * 8 * n, 64);
+        auto* s = reinterpret_cast<int64_t*>(send.data);
+        auto* r = reinterpret_cast<int64_t*>(recv.data);
+        auto value = [](int from, size_t i) { return static_cast<int64_t>(from) * 1000003 + static_cast<int64_t>(i); };
+
+        for (size_t i = 0; i < count; ++i) s[i] = rank == 1 ? value(1, i) : -1;
+        ASSERT_EQ(coll_broadcast(s, count, t, 1, comm, nullptr), COLL_SUCCESS) << coll_get_last_error(comm);
+        for (size_t i = 0; i < count; ++i) ASSERT_EQ(s[i], value(1, i)) << "broadcast, rank " << rank << " at " << i;
+
+        for (size_t i = 0; i < count; ++i) s[i] = value(rank, i);
+        ASSERT_EQ(coll_allgather(s, r, count, t, comm, nullptr), COLL_SUCCESS) << coll_get_last_error(comm);
+        for (int p = 0; p < n; ++p)
+          for (size_t i = 0; i < count; ++i)
+            ASSERT_EQ(r[p * count + i], value(p, i)) << "allgather, rank " << rank << " block " << p << " at " << i;
+
+        for (int p = 0; p < n; ++p)
+          for (size_t i = 0; i < count; ++i) s[p * count + i] = value(rank, i) + p;
+        ASSERT_EQ(coll_reduce_scatter(s, r, count, t, COLL_SUM, comm, nullptr), COLL_SUCCESS)
+            << coll_get_last_error(comm);
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(r[i], value(0, i) + value(1, i) + value(2, i) + 3 * rank) << "reduce_scatter, rank " << rank;
+
+        for (int p = 0; p < n; ++p)
+          for (size_t i = 0; i < count; ++i) s[p * count + i] = value(rank, i) * 10 + p;
+        ASSERT_EQ(coll_alltoall(s, r, count, t, comm, nullptr), COLL_SUCCESS) << coll_get_last_error(comm);
+        for (int p = 0; p < n; ++p)
+          for (size_t i = 0; i < count; ++i)
+            ASSERT_EQ(r[p * count + i], value(p, i) * 10 + rank) << "alltoall, rank " << rank << " from " << p;
+
+        if (rank < 2) {  // send/recv between 0 and 1
+          const int peer = 1 - rank;
+          for (size_t i = 0; i < count; ++i) s[i] = value(rank, i);
+          ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
+          coll_send(s, count, t, peer, comm, nullptr);
+          coll_recv(r, count, t, peer, comm, nullptr);
+          ASSERT_EQ(coll_group_end(), COLL_SUCCESS) << coll_get_last_error(comm);
+          for (size_t i = 0; i < count; ++i) ASSERT_EQ(r[i], value(peer, i)) << "recv, rank " << rank << " at " << i;
+        }
+        EXPECT_GT(coll_mem_mappings(), 2) << "rank " << rank << " read no peer buffer in place";
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      options);
+}
+
+// Without COLL_SHM_MAPPED=1 (the default): the same buffers go through the
+// slots, exact, and no peer buffer is mapped.
+TEST(SharedBuffers, MappingOffGoesThroughTheSlots) {
+  RankOptions options{.env = {{"COLL_ALGO", "ring"}}};
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        const int before = coll_mem_mappings();
+        {
+          Shared send(4 << 20, 0), recv(4 << 20, 0);
+          reference::fill_input(COLL_FLOAT32, COLL_SUM, rank, 1 << 20, send.data);
+          ASSERT_EQ(coll_allreduce(send.data, recv.data, 1 << 20, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS)
+              << coll_get_last_error(comm);
+          EXPECT_EQ(reference::count_wrong(COLL_FLOAT32, COLL_SUM, n, 1 << 20, recv.data), 0u);
+          EXPECT_EQ(coll_mem_mappings(), before + 2) << "only this rank's own two regions";
+        }
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      options);
+}
+
+// More regions than a peer keeps mapped: the oldest mappings go, results
+// stay exact when a region comes back, and the count of mappings is bounded.
+TEST(SharedBuffers, ManyRegionsStayBounded) {
+  RankOptions options{.env = {{"COLL_ALGO", "recursive_doubling"}, {"COLL_SHM_MAPPED", "1"}}};
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        constexpr int kRegions = 40;
+        constexpr size_t kCount = 32768;  // int32: 128 KiB messages
+        std::vector<void*> regions(kRegions);
+        for (void*& p : regions) ASSERT_EQ(coll_mem_alloc(&p, kCount * 4), COLL_SUCCESS);
+        for (int round = 0; round < 2; ++round)
+          for (int k = 0; k < kRegions; ++k) {
+            reference::fill_input(COLL_INT32, COLL_SUM, rank + k, kCount, regions[k]);
+            ASSERT_EQ(coll_allreduce(regions[k], regions[k], kCount, COLL_INT32, COLL_SUM, comm, nullptr), COLL_SUCCESS)
+                << coll_get_last_error(comm);
+            // Ranks rank+k over 2 ranks: input_value of "ranks" k and k+1 summed.
+            auto* got = static_cast<int32_t*>(regions[k]);
+            for (size_t i = 0; i < kCount; ++i) {
+              int64_t want = reference::input_value(COLL_INT32, COLL_SUM, k, i) +
+                             reference::input_value(COLL_INT32, COLL_SUM, k + 1, i);
+              ASSERT_EQ(got[i], static_cast<int32_t>(want)) << "rank " << rank << " region " << k << " at " << i;
+            }
+          }
+        const int mapped = coll_mem_mappings() - kRegions;
+        EXPECT_GT(mapped, 0) << "rank " << rank;
+        EXPECT_LE(mapped, 32) << "rank " << rank << " keeps more of its peer's regions mapped than the bound";
+        for (void* p : regions) EXPECT_EQ(coll_mem_free(p), COLL_SUCCESS);
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      options);
+}
+
+TEST(SharedBuffers, AllocatorArgumentsAreChecked) {
+  void* p = reinterpret_cast<void*>(1);
+  EXPECT_EQ(coll_mem_alloc(nullptr, 64), COLL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(coll_get_last_error(nullptr)).find("ptr"), std::string::npos);
+  EXPECT_EQ(coll_mem_alloc(&p, 0), COLL_INVALID_ARGUMENT);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_NE(std::string(coll_get_last_error(nullptr)).find("bytes"), std::string::npos);
+  EXPECT_EQ(coll_mem_free(nullptr), COLL_SUCCESS);
+
+  ASSERT_EQ(coll_mem_alloc(&p, 10000), COLL_SUCCESS);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(sysconf(_SC_PAGESIZE)), 0u);
+  const auto* bytes = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < 10000; ++i) ASSERT_EQ(bytes[i], 0) << "not zeroed at " << i;
+  EXPECT_EQ(coll_mem_free(static_cast<char*>(p) + 8), COLL_INVALID_ARGUMENT) << "inside, not the start";
+  EXPECT_NE(std::string(coll_get_last_error(nullptr)).find("not memory from coll_mem_alloc"), std::string::npos);
+  EXPECT_EQ(coll_mem_free(p), COLL_SUCCESS);
+  EXPECT_EQ(coll_mem_free(p), COLL_INVALID_ARGUMENT) << "freed twice";
+  std::vector<char> heap(64);
+  EXPECT_EQ(coll_mem_free(heap.data()), COLL_INVALID_ARGUMENT);
+}
+
+TEST(SharedBuffers, AThousandCyclesLeaveNothing) {
+  const int fds = open_descriptors(), maps = coll_mem_mappings();
+  for (int i = 0; i < 1000; ++i) {
+    void* p = nullptr;
+    ASSERT_EQ(coll_mem_alloc(&p, 1 + 4096 * static_cast<size_t>(i % 7)), COLL_SUCCESS) << coll_get_last_error(nullptr);
+    static_cast<char*>(p)[0] = 1;
+    ASSERT_EQ(coll_mem_free(p), COLL_SUCCESS);
+  }
+  EXPECT_EQ(open_descriptors(), fds);
+  EXPECT_EQ(coll_mem_mappings(), maps);
+}
+
+}  // namespace
+}  // namespace coll::testing
