@@ -143,7 +143,10 @@ COLL_API coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks,
 COLL_API coll_result_t coll_comm_init_from_env(coll_comm_t* comm);
 
 /* Releases the communicator: waits for nothing, closes connections, frees
- * memory. Every rank should call it; a null comm is COLL_INVALID_ARGUMENT. */
+ * memory. Every rank should call it; a null comm is COLL_INVALID_ARGUMENT.
+ * Any later call with the handle is COLL_INVALID_USAGE (the most recent
+ * 4096 destroyed handles are remembered; the message is in
+ * coll_get_last_error(NULL)). */
 COLL_API coll_result_t coll_comm_destroy(coll_comm_t comm);
 
 /* Marks the communicator as failed and closes its connections, so that peers

@@ -8,6 +8,8 @@
 #include <coll/coll.h>
 
 #include <cstddef>
+#include <deque>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -36,6 +38,41 @@ Communicator& usable(coll_comm_t comm) {
 
 const char* thread_last_error() { return t_last_error.c_str(); }
 
+coll_result_t check_handle(coll_comm_t comm, const char* what) {
+  if (comm == nullptr) return guarded(nullptr, [&] { fail(Code::kInvalidArgument, what, ": comm is null"); });
+  if (comm->state.load(std::memory_order_acquire) != coll_comm::kLive)
+    return guarded(nullptr, [&] {
+      fail(Code::kInvalidUsage, what, ": comm was destroyed (coll_comm_destroy); its handle must not be used again");
+    });
+  return COLL_SUCCESS;
+}
+
+namespace {
+
+// The last kTombstones destroyed handles, oldest first; older ones are freed.
+// Never destroyed itself: handles may be destroyed during static destruction.
+constexpr size_t kTombstones = 4096;
+struct Graveyard {
+  std::mutex mutex;
+  std::deque<coll_comm_t> handles;
+};
+
+void bury(coll_comm_t comm) {
+  static Graveyard* graveyard = new Graveyard;
+  coll_comm_t oldest = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(graveyard->mutex);
+    graveyard->handles.push_back(comm);
+    if (graveyard->handles.size() > kTombstones) {
+      oldest = graveyard->handles.front();
+      graveyard->handles.pop_front();
+    }
+  }
+  delete oldest;
+}
+
+}  // namespace
+
 }  // namespace coll::capi
 
 using coll::Code;
@@ -43,10 +80,6 @@ using coll::fail;
 using coll::capi::guarded;
 
 namespace {
-
-coll_result_t null_comm(const char* what) {
-  return guarded(nullptr, [&] { fail(Code::kInvalidArgument, what, ": comm is null"); });
-}
 
 coll_result_t init_rank(coll_comm_t* comm, int nranks, const coll::bootstrap::UniqueId* id_or_null,
                         const coll_unique_id_t* raw, int rank, const coll_config_t* config = nullptr) {
@@ -106,7 +139,7 @@ coll_result_t coll_comm_init_from_env(coll_comm_t* comm) {
 }
 
 coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, coll_comm_t* newcomm) {
-  if (comm == nullptr) return null_comm("comm_split");
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_split")) return bad;
   return guarded(comm, [&] {
     if (newcomm == nullptr) fail(Code::kInvalidArgument, "comm_split: newcomm is a null pointer");
     *newcomm = nullptr;
@@ -122,7 +155,7 @@ coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, coll_comm_t*
 }
 
 coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm) {
-  if (comm == nullptr) return null_comm("comm_shrink");
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_shrink")) return bad;
   return guarded(comm, [&] {
     if (newcomm == nullptr) fail(Code::kInvalidArgument, "comm_shrink: newcomm is a null pointer");
     *newcomm = nullptr;
@@ -138,20 +171,27 @@ coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n
 }
 
 coll_result_t coll_comm_destroy(coll_comm_t comm) {
-  if (comm == nullptr) return null_comm("comm_destroy");
-  delete comm;
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_destroy")) return bad;
+  comm->state.store(coll_comm::kDestroyed, std::memory_order_release);
+  comm->impl.reset();
+  {
+    std::lock_guard<std::mutex> lock(comm->error_mutex);
+    comm->last_error.clear();
+    comm->last_error_copy.clear();
+  }
+  coll::capi::bury(comm);
   return COLL_SUCCESS;
 }
 
 coll_result_t coll_comm_abort(coll_comm_t comm) {
-  if (comm == nullptr) return null_comm("comm_abort");
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_abort")) return bad;
   return guarded(comm, [&] {
     if (comm->impl) comm->impl->abort();
   });
 }
 
 coll_result_t coll_comm_get_async_error(coll_comm_t comm, coll_result_t* error) {
-  if (comm == nullptr) return null_comm("comm_get_async_error");
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_get_async_error")) return bad;
   return guarded(comm, [&] {
     if (error == nullptr) fail(Code::kInvalidArgument, "comm_get_async_error: error is a null pointer");
     *error = COLL_SUCCESS;
@@ -163,7 +203,7 @@ coll_result_t coll_comm_get_async_error(coll_comm_t comm, coll_result_t* error) 
 }
 
 coll_result_t coll_comm_rank(coll_comm_t comm, int* rank) {
-  if (comm == nullptr) return null_comm("comm_rank");
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_rank")) return bad;
   return guarded(comm, [&] {
     if (rank == nullptr) fail(Code::kInvalidArgument, "rank: null pointer");
     *rank = comm->impl->rank();
@@ -171,7 +211,7 @@ coll_result_t coll_comm_rank(coll_comm_t comm, int* rank) {
 }
 
 coll_result_t coll_comm_size(coll_comm_t comm, int* size) {
-  if (comm == nullptr) return null_comm("comm_size");
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_size")) return bad;
   return guarded(comm, [&] {
     if (size == nullptr) fail(Code::kInvalidArgument, "size: null pointer");
     *size = comm->impl->nranks();
@@ -219,7 +259,9 @@ const char* coll_get_error_string(coll_result_t result) {
 }
 
 const char* coll_get_last_error(coll_comm_t comm) {
-  if (comm == nullptr) return coll::capi::thread_last_error();
+  // A destroyed handle's message is the calling thread's: the refusal.
+  if (comm == nullptr || comm->state.load(std::memory_order_acquire) != coll_comm::kLive)
+    return coll::capi::thread_last_error();
   std::lock_guard<std::mutex> lock(comm->error_mutex);
   comm->last_error_copy = comm->last_error;
   return comm->last_error_copy.c_str();

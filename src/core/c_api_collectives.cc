@@ -84,7 +84,7 @@ struct Checker {
 // in the current group, or queues it (request != null).
 template <typename Build>
 coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request, bool async, Build&& build) {
-  if (comm == nullptr) return guarded(nullptr, [&] { fail(Code::kInvalidArgument, what, ": comm is null"); });
+  if (coll_result_t bad = coll::capi::check_handle(comm, what)) return bad;
   return guarded(comm, [&] {
     if (async && request == nullptr) fail(Code::kInvalidArgument, what, ": request is a null pointer");
     coll::capi::BusyGuard busy(comm);
@@ -291,10 +291,12 @@ coll_result_t coll_group_end(void) {
     std::vector<OpRequest> batch;
     for (const auto& [c, op] : ops)
       if (c == comm) batch.push_back(op);
-    coll_result_t r = guarded(comm, [&] {
-      coll::capi::BusyGuard busy(comm);
-      coll::capi::usable(comm).run(batch);
-    });
+    coll_result_t r = coll::capi::check_handle(comm, "group_end");  // destroyed inside the group?
+    if (r == COLL_SUCCESS)
+      r = guarded(comm, [&] {
+        coll::capi::BusyGuard busy(comm);
+        coll::capi::usable(comm).run(batch);
+      });
     if (first == COLL_SUCCESS) first = r;
   }
   return first;

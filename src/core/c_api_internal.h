@@ -9,11 +9,17 @@
 #include <coll/coll.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 
+// A destroyed handle is kept as a tombstone (impl gone, state kDestroyed)
+// among the last kTombstones destroyed, so that a call on it is refused with
+// a message instead of reading freed memory.
 struct coll_comm {
+  enum : uint32_t { kLive = 0x11fe, kDestroyed = 0xdead };
+  std::atomic<uint32_t> state{kLive};
   std::unique_ptr<coll::Communicator> impl;
   std::mutex error_mutex;
   std::string last_error;
@@ -30,6 +36,11 @@ namespace coll::capi {
 
 // Records `message` as the last error of comm (or of this thread when null).
 void record(coll_comm_t comm, const std::string& message);
+
+// COLL_SUCCESS for a live handle; else the call's result, recorded for the
+// calling thread: COLL_INVALID_ARGUMENT for null, COLL_INVALID_USAGE for a
+// destroyed communicator. `what` names the call.
+coll_result_t check_handle(coll_comm_t comm, const char* what);
 
 // Runs fn, mapping every exception to a result code and a recorded message.
 template <typename Fn>

@@ -100,6 +100,37 @@ TEST(Api, AllreduceArgumentsAreChecked) {
   });
 }
 
+// A destroyed communicator's handle is refused by every call, with a
+// message, rather than read after it was freed (ASan runs this too).
+TEST(Api, ADestroyedCommunicatorIsRefusedEverywhere) {
+  run_ranks(1, [](int rank, int nranks, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, nranks, id);
+    ASSERT_NE(comm, nullptr);
+    ASSERT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+    float buf[4] = {1, 2, 3, 4};
+    int x = 0;
+    coll_request_t request = nullptr;
+    coll_comm_t child = nullptr;
+    expect_error(coll_allreduce(buf, buf, 4, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_INVALID_USAGE, comm,
+                 "allreduce: comm was destroyed");
+    expect_error(coll_allreduce_async(buf, buf, 4, COLL_FLOAT32, COLL_SUM, comm, nullptr, &request), COLL_INVALID_USAGE,
+                 comm, "destroyed");
+    expect_error(coll_broadcast(buf, 4, COLL_FLOAT32, 0, comm, nullptr), COLL_INVALID_USAGE, comm, "destroyed");
+    expect_error(coll_barrier(comm), COLL_INVALID_USAGE, comm, "barrier: comm was destroyed");
+    expect_error(coll_comm_rank(comm, &x), COLL_INVALID_USAGE, comm, "comm_rank");
+    expect_error(coll_comm_size(comm, &x), COLL_INVALID_USAGE, comm, "comm_size");
+    expect_error(coll_comm_split(comm, 0, 0, &child), COLL_INVALID_USAGE, comm, "comm_split");
+    expect_error(coll_comm_abort(comm), COLL_INVALID_USAGE, comm, "comm_abort");
+    expect_error(coll_comm_destroy(comm), COLL_INVALID_USAGE, comm, "comm_destroy: comm was destroyed");
+    EXPECT_EQ(request, nullptr);
+    EXPECT_EQ(child, nullptr);
+    // Inside a group, the call is refused as it is recorded.
+    ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
+    EXPECT_EQ(coll_send(buf, 4, COLL_FLOAT32, 0, comm, nullptr), COLL_INVALID_USAGE);
+    EXPECT_EQ(coll_group_end(), COLL_SUCCESS);
+  });
+}
+
 TEST(Api, UnknownAlgorithmIsAnErrorNamingIt) {
   run_ranks(1, [](int rank, int nranks, const coll_unique_id_t& id) {
     setenv("COLL_ALGO", "allreduce:nosuch", 1);
