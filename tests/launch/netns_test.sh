@@ -3,7 +3,8 @@
 # nodes, ranks placed on them interleaved (rank r on node r mod 2), shared
 # memory inside a node and TCP between nodes. coll_perf checks every
 # collective exactly through collrun --nodes; then allreduce matrices run
-# with their ranks spread over the nodes (the hierarchical one included).
+# with their ranks spread over the nodes (the hierarchical one included),
+# and a cable pulled mid-run must become an error on every rank.
 # Skips (77) without root or ip.
 set -euo pipefail
 build=$1 source=$2
@@ -38,6 +39,21 @@ done
 out=$("$emulate" -k 3 -r none -- "$collrun" --nodes 3 -n 5 "$perf" -b 4 -e 64K -f 16 -n 1 -w 0 2>&1) ||
   fail "3 nodes, 5 ranks in blocks: $out"
 check_ok "$out" "3 nodes, 5 ranks in blocks"
+
+echo "== a node's cable pulled at the switch: every rank fails within COLL_TIMEOUT_MS + 2 s (3 trials)"
+for trial in 1 2 3; do
+  out=$("$emulate" -k 2 -r 1gbit -- "$source/tests/launch/netns_cut_link.sh" "$collrun" "$perf" 3000 2>&1) ||
+    fail "cut link, trial $trial: $out"
+  ms=$(sed -n 's/^cut: \([0-9]*\) ms, collrun exit \([0-9]*\)$/\1/p' <<<"$out")
+  status=$(sed -n 's/^cut: \([0-9]*\) ms, collrun exit \([0-9]*\)$/\2/p' <<<"$out")
+  [ -n "$ms" ] && [ "$status" != 0 ] || fail "cut link, trial $trial: the job did not fail: $out"
+  [ "$ms" -le 5000 ] || fail "cut link, trial $trial: the last rank ended $ms ms after the cut (limit 5000): $out"
+  for r in 0 1 2 3; do
+    grep -Eq "^\[$r\] coll_perf: allreduce failed: COLL_(TIMEOUT|REMOTE_ERROR)" <<<"$out" ||
+      fail "cut link, trial $trial: rank $r did not report an error: $out"
+  done
+  echo "trial $trial: every rank failed; the last $ms ms after the cut"
+done
 
 echo "== collrun --nodes without the emulated cluster is a clear error"
 if out=$(env -u COLL_NETNS_NODES "$collrun" --nodes 2 -n 2 "$perf" 2>&1); then fail "ran without nodes"; fi
