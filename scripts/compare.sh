@@ -70,18 +70,15 @@ command_for() {
   local part=($2)
   local sweep=(-b "${part[0]}" -e "${part[1]}" -f "$factor" -n "${part[2]}" -w "${part[3]}" -d "$dtype")
   case $1 in
-    coll)
-      local env=()
+    coll | coll-shared)
+      local env=() shared=""
       [ "$transport" = tcp ] && env=(env COLL_TRANSPORTS=tcp)
-      echo "${env[*]} $build/tools/collrun -n $np $build/bench/coll_perf ${sweep[*]}" ;;
+      [ "$1" = coll-shared ] && shared="-R 1"
+      echo "${env[*]} $build/tools/collrun -n $np $build/bench/coll_perf ${sweep[*]} $shared" ;;
     mpi)
       local btl=""
       [ "$transport" = tcp ] && btl="--mca btl tcp,self"
       echo "mpirun --allow-run-as-root --oversubscribe $btl -np $np $build/bench/mpi_perf ${sweep[*]}" ;;
-    coll-shared)
-      local env=()
-      [ "$transport" = tcp ] && env=(env COLL_TRANSPORTS=tcp)
-      echo "${env[*]} $build/tools/collrun -n $np $build/bench/coll_perf ${sweep[*]} -R 1" ;;
     gloo) echo "$build/tools/collrun -n $np $build/bench/gloo_perf ${sweep[*]}" ;;
     gloo:*) echo "$build/tools/collrun -n $np $build/bench/gloo_perf ${sweep[*]} -a ${1#gloo:}" ;;
     *) echo "compare: unknown peer '$1'" >&2; exit 2 ;;

@@ -104,14 +104,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// A port for rank 0's store. Nothing else lives in an emulated node's
-// network namespace, so there a port free here is free enough.
-int free_port() {
-  coll::net::SockAddr bound;
-  coll::net::Fd fd = coll::net::listen_on(coll::net::SockAddr::parse("127.0.0.1:0", "loopback"), &bound, "collrun");
-  return bound.port();
-}
-
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
 
@@ -185,16 +177,16 @@ int main(int argc, char** argv) {
   }
   // Rank 0 hosts the store: on loopback, or on its emulated node's address.
   // On loopback collrun binds the port and rank 0 inherits the socket, so no
-  // other process (another job's launcher, say) can take it in between.
-  coll::net::Fd store_listener;
-  std::string root;
-  if (nodes.empty()) {
-    coll::net::SockAddr bound;
-    store_listener =
-        coll::net::listen_on(coll::net::SockAddr::parse("127.0.0.1:0", "loopback"), &bound, "collrun store port");
-    root = bound.to_string();
-  } else {
-    root = nodes[static_cast<size_t>(node_of[0])].ip + ":" + std::to_string(free_port());
+  // other process (another job's launcher, say) can take it in between. An
+  // emulated node only takes the port number: nothing else lives in its
+  // network namespace.
+  coll::net::SockAddr bound;
+  coll::net::Fd store_listener =
+      coll::net::listen_on(coll::net::SockAddr::parse("127.0.0.1:0", "loopback"), &bound, "collrun store port");
+  std::string root = bound.to_string();
+  if (!nodes.empty()) {
+    root = nodes[static_cast<size_t>(node_of[0])].ip + ":" + std::to_string(bound.port());
+    store_listener.reset();
   }
   std::string secret = coll::auth::to_hex(coll::auth::random_secret());
   const char* ifname = std::getenv("COLL_SOCKET_IFNAME");

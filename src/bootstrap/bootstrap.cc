@@ -30,15 +30,13 @@ namespace {
 // ranks always do.
 void start_root_store(const Launch& launch) {
   net::SockAddr root = net::SockAddr::parse(launch.root_addr, "root address");
-  const char* inherited = std::getenv("COLL_ROOT_LISTEN_FD");
-  if (inherited != nullptr && *inherited != '\0') {
-    int fd = std::atoi(inherited);
+  if (launch.listen_fd >= 0) {
     unsetenv("COLL_ROOT_LISTEN_FD");
     net::SockAddr bound;
-    net::Fd listener = net::adopt_listener(fd, &bound, "COLL_ROOT_LISTEN_FD");
+    net::Fd listener = net::adopt_listener(launch.listen_fd, &bound, "COLL_ROOT_LISTEN_FD");
     if (bound.port() != root.port())
-      fail(Code::kInvalidUsage, "COLL_ROOT_LISTEN_FD=", fd, " listens on port ", bound.port(), ", not on ",
-           launch.root_addr, " (COLL_ROOT_ADDR)");
+      fail(Code::kInvalidUsage, "COLL_ROOT_LISTEN_FD=", launch.listen_fd, " listens on port ", bound.port(),
+           ", not on ", launch.root_addr, " (COLL_ROOT_ADDR)");
     StoreServer::start_on(std::move(listener), bound, launch.secret);
     return;
   }

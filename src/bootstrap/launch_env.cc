@@ -94,6 +94,7 @@ Launch discover_launch() {
          "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun), OMPI_COMM_WORLD_RANK/SIZE (mpirun), "
          "SLURM_PROCID/SLURM_NTASKS (srun)");
   }
+  if (env("COLL_ROOT_LISTEN_FD") != nullptr) l.listen_fd = parse_int("COLL_ROOT_LISTEN_FD", env("COLL_ROOT_LISTEN_FD"));
   log::info(log::kLaunch, "launched by ", l.launcher, ": rank ", l.rank, " of ", l.nranks,
             l.use_mpi ? ", unique id by MPI_Bcast" : str_cat(", store at ", l.root_addr));
   return l;

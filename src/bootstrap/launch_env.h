@@ -16,6 +16,7 @@ struct Launch {
   int nranks = 0;
   bool use_mpi = false;   // the unique id travels by MPI_Bcast
   std::string root_addr;  // else: rank 0 hosts the store here ("host:port")
+  int listen_fd = -1;     // COLL_ROOT_LISTEN_FD: the store's socket, bound by collrun
   auth::Secret secret{};
 };
 

@@ -53,18 +53,15 @@ int take_descriptor(int pidfd, int fd) { return static_cast<int>(syscall(SYS_pid
 void* allocate_region(size_t bytes) {
   const size_t size = whole_pages(bytes);
   int fd = memfd_create("coll-mem", MFD_CLOEXEC);
-  if (fd < 0) fail_errno(Code::kSystem, errno, str_cat("coll_mem_alloc: ", bytes, " bytes"), "memfd_create");
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+  auto failed = [&](const char* call) {  // errno is the call's
     int err = errno;
-    close(fd);
-    fail_errno(Code::kSystem, err, str_cat("coll_mem_alloc: ", bytes, " bytes"), "ftruncate");
-  }
+    if (fd >= 0) close(fd);
+    fail_errno(Code::kSystem, err, str_cat("coll_mem_alloc: ", bytes, " bytes"), call);
+  };
+  if (fd < 0) failed("memfd_create");
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) failed("ftruncate");
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    int err = errno;
-    close(fd);
-    fail_errno(Code::kSystem, err, str_cat("coll_mem_alloc: ", bytes, " bytes"), "mmap");
-  }
+  if (base == MAP_FAILED) failed("mmap");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.regions[reinterpret_cast<uintptr_t>(base)] = Region{size, r.next_id++, inode_of(fd), fd};
@@ -97,12 +94,6 @@ bool find_region(const void* data, size_t bytes, RegionRef* ref) {
   if (offset > it->second.bytes || bytes > it->second.bytes - offset) return false;
   *ref = RegionRef{offset, it->second.id, it->second.inode, it->second.fd};
   return true;
-}
-
-size_t live_regions() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return r.regions.size();
 }
 
 PeerRegions::~PeerRegions() {

@@ -37,8 +37,6 @@ void* allocate_region(size_t bytes);
 bool free_region(void* ptr);
 // Whether [data, data + bytes) lies in one region; if so fills *ref.
 bool find_region(const void* data, size_t bytes, RegionRef* ref);
-// How many regions are allocated (for tests of leaks).
-size_t live_regions();
 
 // The regions of one peer that this rank has mapped. Not thread-safe (one
 // transport's). At most kMaxMappings stay mapped; the least recently used
