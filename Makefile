@@ -10,7 +10,7 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 HWLO
 # Under ASan the full matrices would take an hour: a slice of each instead.
 SANITIZE_MATRIX = AllreduceMatrix.*/(ring_4ranks|auto_3ranks|halving_doubling_5ranks)|AllreduceOnNodes.*/hierarchical_4ranks|Collectives.*/(broadcast_tree_5ranks|allgather_ring_3ranks|reduce_scatter_ring_4ranks|alltoall_direct_3ranks)
 
-.PHONY: all deps configure build demo test sanitize-build sanitize fuzz clean
+.PHONY: all deps configure build demo test sanitize-build sanitize tsan fuzz clean
 
 all: build
 
@@ -48,6 +48,22 @@ sanitize: sanitize-build
 	cd $(SANITIZE_DIR) && $(SANITIZE_ENV) \
 	  ctest --output-on-failure -j $(JOBS) --timeout 600 -R '$(SANITIZE_MATRIX)'
 
+# ThreadSanitizer (clang) over the tests whose ranks run threads: the
+# bootstrap store's server, async operations and their worker, abort and
+# async errors from other threads, the flight recorder's signal dumps,
+# shrink. (fault_test is left out: its time bounds and thread counts are for
+# uninstrumented builds; ASan runs it.)
+TSAN_DIR ?= build-tsan
+TSAN_TESTS = unit_tests api_test p2p_async_test bootstrap_test failure_test shrink_test
+tsan: deps
+	scripts/install-deps.sh clang libclang-rt-14-dev
+	cmake --preset tsan
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target $(TSAN_TESTS) colldiag
+	for t in $(TSAN_TESTS); do \
+	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" HWLOC_COMPONENTS=-pci \
+	    $(TSAN_DIR)/tests/$$t --gtest_brief=1 || exit 1; \
+	done
+
 # Each libFuzzer target for FUZZ_SECONDS on the corpus in fuzz/corpus (new
 # inputs go to $(SANITIZE_DIR)/corpus, not into the repository).
 fuzz: sanitize-build
@@ -58,4 +74,4 @@ fuzz: sanitize-build
 	done
 
 clean:
-	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(TSAN_DIR)
