@@ -8,6 +8,7 @@
 
 #include <coll/coll.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -67,6 +68,50 @@ inline coll_unique_id_t unique_id() {
   check(coll_get_unique_id(&id));
   return id;
 }
+
+// `count` zeroed elements of T from coll_mem_alloc (see coll.h): memory that
+// ranks on the node can read in place, usable by any collective, whole or in
+// part. Freed when it goes out of scope; count 0 is an empty buffer.
+template <typename T>
+class SharedBuffer {
+ public:
+  explicit SharedBuffer(size_t count) : count_(count) {
+    if (count == 0) return;
+    if (count > SIZE_MAX / sizeof(T))
+      throw Exception(COLL_INVALID_ARGUMENT, "SharedBuffer: count * sizeof(T) overflows");
+    void* p = nullptr;
+    check(coll_mem_alloc(&p, count * sizeof(T)));
+    data_ = static_cast<T*>(p);
+  }
+  SharedBuffer(SharedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+  SharedBuffer& operator=(SharedBuffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      data_ = std::exchange(other.data_, nullptr);
+      count_ = std::exchange(other.count_, 0);
+    }
+    return *this;
+  }
+  SharedBuffer(const SharedBuffer&) = delete;
+  SharedBuffer& operator=(const SharedBuffer&) = delete;
+  ~SharedBuffer() { reset(); }
+
+  T* data() const { return data_; }
+  size_t size() const { return count_; }
+  std::span<T> span() const { return {data_, count_}; }
+  T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  void reset() {
+    if (data_ != nullptr) coll_mem_free(data_);
+    data_ = nullptr;
+    count_ = 0;
+  }
+
+  T* data_ = nullptr;
+  size_t count_ = 0;
+};
 
 // Owns a coll_comm_t; destroyed (not aborted) when it goes out of scope.
 class Communicator {

@@ -8,6 +8,7 @@
 #include "support/multirank.h"
 
 #include <coll/coll.h>
+#include <coll/coll.hpp>
 
 #include <dirent.h>
 #include <unistd.h>
@@ -240,6 +241,41 @@ TEST(SharedBuffers, ManyRegionsStayBounded) {
         EXPECT_LE(mapped, 32) << "rank " << rank << " keeps more of its peer's regions mapped than the bound";
         for (void* p : regions) EXPECT_EQ(coll_mem_free(p), COLL_SUCCESS);
         EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      options);
+}
+
+// The C++ layer's coll::SharedBuffer: spans over coll_mem_alloc memory that
+// peers read in place, moved without a double free, freed at scope end.
+TEST(SharedBuffers, CxxSharedBufferAllreduce) {
+  RankOptions options{.env = {{"COLL_TIMEOUT_MS", "60000"}, {"COLL_SHM_MAPPED", "1"}}};
+  run_ranks(
+      2,
+      [&](int rank, int n, const coll_unique_id_t& id) {
+        const int before = coll_mem_mappings();
+        {
+          coll::Communicator comm(n, id, rank);
+          constexpr size_t kCount = 65537;  // 256 KiB of float32: past the 64 KiB mark
+          coll::SharedBuffer<float> send(kCount), recv(kCount);
+          EXPECT_EQ(recv[kCount - 1], 0.0f) << "not zeroed";
+          for (size_t i = 0; i < kCount; ++i) send[i] = static_cast<float>((rank + 1) * (i % 1000));
+          coll::SharedBuffer<float> moved = std::move(send);
+          EXPECT_EQ(send.data(), nullptr);
+          EXPECT_EQ(send.size(), 0u);
+          comm.allreduce(std::span<const float>(moved.span()), recv.span());
+          size_t wrong = 0;
+          for (size_t i = 0; i < kCount; ++i) wrong += recv[i] != static_cast<float>(3 * (i % 1000));
+          EXPECT_EQ(wrong, 0u) << "rank " << rank;
+          comm.allreduce(recv.span(), COLL_MAX);  // in place
+          EXPECT_EQ(recv[999], 2997.0f);
+          // Our two regions, and at least one of the peer's that we read in place.
+          EXPECT_GT(coll_mem_mappings(), before + 2) << "rank " << rank << " read no peer buffer in place";
+          coll::SharedBuffer<float> empty(0);
+          EXPECT_EQ(empty.data(), nullptr);
+          EXPECT_TRUE(empty.span().empty());
+        }
+        // Our two regions are unmapped; mappings of the peer's may remain (its LRU).
+        EXPECT_LE(coll_mem_mappings(), before + 2) << "rank " << rank;
       },
       options);
 }
