@@ -3,10 +3,12 @@
  * Every rank holds the model w (four numbers here) and, each step, sums its
  * gradient with everyone's (allreduce) and takes a step with the average.
  * Before step 5 one rank dies (SIGKILL, as if its node went away). The
- * others' allreduce fails; they shrink the communicator, leaving the dead
- * rank out, and redo step 5 from the model as the last completed step left
- * it. Which rank died is known here by design; in a real job the launcher
- * or a health check says so.
+ * others' allreduce fails; they shrink the communicator, and redo step 5
+ * from the model as the last completed step left it. They need not say who
+ * died (exclude list NULL, 0): shrink finds the ranks whose process is gone.
+ * A rank known to be dead by other means (a launcher, a health check) can
+ * be named instead, which also covers a node that went silent without the
+ * wait for the timeout.
  *
  * Run it with: collrun --grace 60 -n 4 ./shrink
  * (collrun then reports the killed rank and exits with 137.) */
@@ -41,7 +43,7 @@ int main(void) {
     if (r != COLL_SUCCESS) {
       printf("rank %d: step %d failed (%s): %s\n", rank, step, coll_get_error_string(r), coll_get_last_error(comm));
       coll_comm_t survivors = NULL;
-      CHECK(coll_comm_shrink(comm, &victim, 1, &survivors));
+      CHECK(coll_comm_shrink(comm, NULL, 0, &survivors));
       CHECK(coll_comm_destroy(comm));
       comm = survivors;
       CHECK(coll_comm_rank(comm, &rank));

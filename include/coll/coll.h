@@ -248,10 +248,13 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, col
  * communicator whose operations failed or that was aborted, and they form
  * *newcomm, in their old order (old rank 3 of 0..3 without 2 becomes 2).
  * As ULFM's MPI_Comm_shrink, the survivors agree on who is gone: the union
- * of their exclusion lists, and any rank that does not arrive within the
- * timeout. The rendezvous needs no store of the old communicator (rank 0 may
- * be the dead one). A survivor that another excluded gets
- * COLL_INVALID_USAGE. The old communicator must still be destroyed. */
+ * of their exclusion lists, the ranks found gone (a process that exited,
+ * was killed or crashed: found in about 100 ms, so exclude_ranks may be
+ * NULL with n = 0), and any rank that does not arrive within the timeout
+ * (a node that went silent, unless named). The rendezvous needs no store of
+ * the old communicator (rank 0 may be the dead one). A survivor that another
+ * excluded gets COLL_INVALID_USAGE. The old communicator must still be
+ * destroyed. */
 COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm);
 
 /* ---------------------------------------------------------------------------

@@ -12,7 +12,6 @@
 #include "topology/load.h"
 
 #include <algorithm>
-#include <sstream>
 
 namespace coll {
 
@@ -325,75 +324,6 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   while (members[static_cast<size_t>(new_rank)].second != rank_) ++new_rank;
   std::string prefix = str_cat(prefix_, "split", split, ".color", color, "/");
   return std::make_unique<Communicator>(static_cast<int>(members.size()), id_, new_rank, prefix, timeout_ms_);
-}
-
-// Rendezvous on the lowest survivor's standby socket, with a secret of its
-// own (the new communicator's segments and connections must not meet the
-// old ones'). The lowest survivor decides who is in: the ranks that arrived
-// before the timeout, less everyone's exclusions.
-std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude) {
-  std::vector<bool> out(static_cast<size_t>(nranks_), false);
-  for (int r : exclude) {
-    if (r < 0 || r >= nranks_)
-      fail(Code::kInvalidArgument, "comm_shrink on rank ", rank_, ": excluded rank ", r, " is outside [0, ", nranks_,
-           ")");
-    if (r == rank_)
-      fail(Code::kInvalidArgument, "comm_shrink on rank ", rank_,
-           ": a rank cannot exclude itself (the excluded "
-           "ranks do not call coll_comm_shrink)");
-    out[static_cast<size_t>(r)] = true;
-  }
-  int host = 0;
-  while (out[static_cast<size_t>(host)]) ++host;
-  bootstrap::UniqueId id;
-  id.secret = auth::secret_from_text(str_cat(auth::to_hex(id_.secret), "/", prefix_, "shrink", shrinks_++));
-  id.store_address = standby_addresses_[static_cast<size_t>(host)];
-  if (host == rank_) {
-    if (!standby_.valid())
-      fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
-    bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
-  }
-  Deadline deadline = Deadline::after_ms(timeout_ms_);
-  bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
-  std::string mine;
-  for (int r : exclude) mine += str_cat(mine.empty() ? "" : ",", r);
-  store.set(str_cat("in/", rank_), mine, deadline);
-
-  std::string members;
-  if (host == rank_) {
-    std::vector<bool> arrived(static_cast<size_t>(nranks_), false);
-    for (int r = 0; r < nranks_; ++r) {
-      if (out[static_cast<size_t>(r)]) continue;
-      try {
-        std::stringstream theirs(store.get(str_cat("in/", r), deadline, str_cat("rank ", r, " to shrink")));
-        arrived[static_cast<size_t>(r)] = true;
-        for (std::string x; std::getline(theirs, x, ',');)
-          if (!x.empty() && std::stoi(x) >= 0 && std::stoi(x) < nranks_) out[static_cast<size_t>(std::stoi(x))] = true;
-      } catch (const Error& e) {
-        if (e.code() != Code::kTimeout) throw;
-        log::warn(log::kInit, "comm_shrink: rank ", r, " did not arrive within ", timeout_ms_, " ms: left out");
-      }
-    }
-    for (int r = 0; r < nranks_; ++r)
-      if (arrived[static_cast<size_t>(r)] && !out[static_cast<size_t>(r)])
-        members += str_cat(members.empty() ? "" : ",", r);
-    store.set("members", members, Deadline::after_ms(timeout_ms_));
-  } else {
-    members = store.get("members", Deadline::after_ms(2 * timeout_ms_ + 1000),
-                        str_cat("rank ", host, " (the lowest survivor) to say who is in"));
-  }
-  int new_rank = -1, new_size = 0;
-  std::stringstream list(members);
-  for (std::string x; std::getline(list, x, ',');) {
-    if (std::stoi(x) == rank_) new_rank = new_size;
-    ++new_size;
-  }
-  if (new_rank < 0)
-    fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_,
-         ": another survivor excluded this rank (members: ", members, ")");
-  log::info(log::kInit, "comm_shrink: rank ", rank_, " becomes rank ", new_rank, " of ", new_size, " (old ranks ",
-            members, ")");
-  return std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_);
 }
 
 // The executing thread owns the transport (it is not thread-safe): abort

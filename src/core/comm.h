@@ -82,7 +82,8 @@ class Communicator {
   // Collective over the survivors (every rank not excluded), and usable on a
   // communicator whose operations failed: they form a new communicator, in
   // their old order. The union of the survivors' exclusion lists is left
-  // out, and so is any rank that does not arrive within the timeout.
+  // out, and so are the ranks found gone and any rank that does not arrive
+  // within the timeout (shrink.cc).
   std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude);
 
   // From any thread: ends the operation in progress (within
@@ -121,6 +122,10 @@ class Communicator {
   void failed(const Error& e);
   void close_if_idle();
   void place_this_rank();
+  // shrink.cc: whether rank r's standby socket refuses connections (it is
+  // gone), and the host's decision on who is in.
+  bool standby_gone(int r) const;
+  std::string decide_members(bootstrap::StoreClient& store, std::vector<bool>& out, const Deadline& deadline);
 
   int rank_;
   int nranks_;

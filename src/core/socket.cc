@@ -244,6 +244,19 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
   }
 }
 
+bool refuses_connections(const SockAddr& addr, int wait_ms) {
+  Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return false;
+  int err = ::connect(fd.get(), addr.get(), addr.length) == 0 ? 0 : errno;
+  if (err == EINPROGRESS) {
+    pollfd p{fd.get(), POLLOUT, 0};
+    if (::poll(&p, 1, wait_ms) <= 0) return false;
+    socklen_t len = sizeof(err);
+    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+  }
+  return err == ECONNREFUSED;
+}
+
 void send_all(int fd, const void* data, size_t bytes, const Deadline& deadline, const std::string& what) {
   auto* p = static_cast<const char*>(data);
   while (bytes > 0) {

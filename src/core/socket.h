@@ -73,6 +73,11 @@ Fd adopt_listener(int fd, SockAddr* bound, const char* what);
 // Connects, retrying while the peer is not yet listening, until the deadline.
 Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string& what);
 
+// One connection attempt, closed at once: true only when `addr` refuses it
+// (nothing listens there: on a host that answers, the listener's process is
+// gone). Accepted, unreachable or no answer within wait_ms are all false.
+bool refuses_connections(const SockAddr& addr, int wait_ms);
+
 void set_nonblocking(int fd);
 void set_nodelay(int fd);
 // A peer whose node is gone (power, cable, kernel) ends the connection

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 
 #include <string>
 #include <vector>
@@ -73,6 +77,47 @@ TEST_P(ShrinkAfterDeath, SurvivorsGoOnWithExactResults) {
 // Rank 0 hosts the job's store: its death must not matter.
 INSTANTIATE_TEST_SUITE_P(Victims, ShrinkAfterDeath, ::testing::Values(0, 2, 3),
                          [](const auto& info) { return "rank" + std::to_string(info.param); });
+
+// No rank named: rank 0 (the job store's host) is killed and rank 2 exits
+// without a word; the survivors call coll_comm_shrink(comm, NULL, 0) and
+// must find both gone (their standby sockets refuse connections) well
+// before the 20 s timeout. On one node, and on two emulated nodes (shm
+// inside, TCP between).
+class ShrinkFindsTheDead : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShrinkFindsTheDead, WithoutBeingToldWho) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+        if (rank == 0) raise(SIGKILL);
+        if (rank == 2) _exit(0);  // gone without destroying anything
+        std::vector<float> v(10000, 1.0f);
+        EXPECT_NE(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+
+        const auto start = std::chrono::steady_clock::now();
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_LT(ms, 5000.0) << "rank " << rank << ": the dead were found only by the timeout";
+        std::printf("rank %d: shrink without names took %.1f ms\n", rank, ms);
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+        int new_rank = -1, new_size = -1;
+        coll_comm_rank(survivors, &new_rank);
+        coll_comm_size(survivors, &new_size);
+        EXPECT_EQ(new_size, 2);
+        EXPECT_EQ(new_rank, rank == 1 ? 0 : 1);
+        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 2 + 4);
+        coll_comm_destroy(survivors);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0, .hosts = GetParam()});
+}
+
+INSTANTIATE_TEST_SUITE_P(Nodes, ShrinkFindsTheDead, ::testing::Values(0, 2), [](const auto& info) {
+  return info.param == 0 ? std::string("one_node") : std::string("two_nodes");
+});
 
 // Rank 0 excludes {3}, rank 1 excludes {2, 3}, rank 2 excludes {3}; rank 3
 // stays out. The union {2, 3} is gone: ranks 0 and 1 form a pair, and rank

@@ -1,0 +1,151 @@
+// coll_comm_shrink: the survivors of a failure form a new communicator.
+//
+// They meet on the lowest survivor's standby socket (every communicator
+// listens on one from init, because rank 0's store may have died with rank
+// 0), under a secret of their own, so the new communicator's segments and
+// connections never meet the old ones'. Who is gone is agreed as in ULFM's
+// MPI_Comm_shrink: the lowest survivor, the host, decides and tells the
+// others. Out are the union of every survivor's exclusions, the ranks found
+// gone, and any rank that does not arrive before the timeout.
+//
+// Finding the dead without being told: a rank's standby listener lives as
+// long as its communicator, so a connection it refuses means that process
+// (or its communicator) is gone. Each survivor probes the candidates for
+// host in rank order, and the host probes the ranks it still waits for. A
+// node that went silent refuses nothing: its ranks are left out only when
+// the timeout passes.
+#include "bootstrap/store_client.h"
+#include "bootstrap/store_protocol.h"
+#include "bootstrap/store_server.h"
+#include "core/comm.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+namespace coll {
+namespace {
+
+constexpr int kProbeWaitMs = 200;  // a listener on a host that answers replies well within this
+constexpr auto kProbeEvery = std::chrono::milliseconds(100);
+constexpr auto kLookEvery = std::chrono::milliseconds(5);
+
+std::string join(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += str_cat(out.empty() ? "" : ",", r);
+  return out;
+}
+
+std::vector<int> parse_ranks(const std::string& text, int nranks) {
+  std::vector<int> out;
+  std::stringstream list(text);
+  for (std::string x; std::getline(list, x, ',');)
+    if (!x.empty() && std::stoi(x) >= 0 && std::stoi(x) < nranks) out.push_back(std::stoi(x));
+  return out;
+}
+
+}  // namespace
+
+bool Communicator::standby_gone(int r) const {
+  return net::refuses_connections(net::SockAddr::parse(standby_addresses_[static_cast<size_t>(r)], "standby address"),
+                                  kProbeWaitMs);
+}
+
+std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude) {
+  std::vector<bool> out(static_cast<size_t>(nranks_), false);
+  for (int r : exclude) {
+    if (r < 0 || r >= nranks_)
+      fail(Code::kInvalidArgument, "comm_shrink on rank ", rank_, ": excluded rank ", r, " is outside [0, ", nranks_,
+           ")");
+    if (r == rank_)
+      fail(Code::kInvalidArgument, "comm_shrink on rank ", rank_,
+           ": a rank cannot exclude itself (the excluded ranks do not call coll_comm_shrink)");
+    out[static_cast<size_t>(r)] = true;
+  }
+  // The host is the lowest rank neither excluded nor found gone; the ones
+  // found gone on the way join our exclusions.
+  std::vector<int> mine = exclude;
+  int host = 0;
+  for (;; ++host) {
+    if (out[static_cast<size_t>(host)]) continue;
+    if (host == rank_ || !standby_gone(host)) break;
+    log::warn(log::kInit, "comm_shrink: rank ", host, " is gone (its standby socket refuses connections): left out");
+    out[static_cast<size_t>(host)] = true;
+    mine.push_back(host);
+  }
+  bootstrap::UniqueId id;
+  id.secret = auth::secret_from_text(str_cat(auth::to_hex(id_.secret), "/", prefix_, "shrink", shrinks_++));
+  id.store_address = standby_addresses_[static_cast<size_t>(host)];
+  if (host == rank_) {
+    if (!standby_.valid())
+      fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
+    bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
+  }
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
+  store.set(str_cat("in/", rank_), join(mine), deadline);
+  store.add(str_cat("arrived/", rank_), 1, deadline);
+
+  const std::string members = host == rank_
+                                  ? decide_members(store, out, deadline)
+                                  : store.get("members", Deadline::after_ms(2 * timeout_ms_ + 1000),
+                                              str_cat("rank ", host, " (the lowest survivor) to say who is in"));
+  int new_rank = -1, new_size = 0;
+  for (int r : parse_ranks(members, nranks_)) {
+    if (r == rank_) new_rank = new_size;
+    ++new_size;
+  }
+  if (new_rank < 0)
+    fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_,
+         ": another survivor excluded this rank (members: ", members, ")");
+  log::info(log::kInit, "comm_shrink: rank ", rank_, " becomes rank ", new_rank, " of ", new_size, " (old ranks ",
+            members, ")");
+  return std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_);
+}
+
+// The host's part. It waits for every rank not yet out, looking at the
+// arrivals without blocking on any one rank, and probes those still missing
+// so that one found gone meanwhile is left out at once. Then it unites the
+// exclusions of those that arrived and publishes the members.
+std::string Communicator::decide_members(bootstrap::StoreClient& store, std::vector<bool>& out,
+                                         const Deadline& deadline) {
+  const size_t n = static_cast<size_t>(nranks_);
+  std::vector<bool> arrived(n, false);
+  auto next_probe = std::chrono::steady_clock::now() + kProbeEvery;
+  for (;;) {
+    bool waiting = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (out[r] || arrived[r]) continue;
+      arrived[r] = store.add(str_cat("arrived/", r), 0, Deadline::after_ms(timeout_ms_)) > 0;
+      waiting = waiting || !arrived[r];
+    }
+    if (!waiting || deadline.expired()) break;
+    if (std::chrono::steady_clock::now() >= next_probe) {
+      for (size_t r = 0; r < n; ++r)
+        if (!out[r] && !arrived[r] && standby_gone(static_cast<int>(r))) {
+          log::warn(log::kInit, "comm_shrink: rank ", r, " is gone (its standby socket refuses connections): left out");
+          out[r] = true;
+        }
+      next_probe = std::chrono::steady_clock::now() + kProbeEvery;
+    }
+    std::this_thread::sleep_for(kLookEvery);
+  }
+  for (size_t r = 0; r < n; ++r) {
+    if (arrived[r]) {
+      const std::string theirs = store.get(str_cat("in/", r), Deadline::after_ms(timeout_ms_), "");
+      for (int x : parse_ranks(theirs, nranks_)) out[static_cast<size_t>(x)] = true;
+    } else if (!out[r]) {
+      log::warn(log::kInit, "comm_shrink: rank ", r, " did not arrive within ", timeout_ms_, " ms: left out");
+    }
+  }
+  std::vector<int> members;
+  for (size_t r = 0; r < n; ++r)
+    if (arrived[r] && !out[r]) members.push_back(static_cast<int>(r));
+  const std::string text = join(members);
+  store.set("members", text, Deadline::after_ms(timeout_ms_));
+  return text;
+}
+
+}  // namespace coll
