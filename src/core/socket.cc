@@ -161,14 +161,11 @@ void set_nodelay(int fd) {
 
 void set_keepalive(int fd) {
   int one = 1, idle_s = 10, interval_s = 2, probes = 5;
-  // Unacknowledged data gets as long as an idle connection's probes do.
-  unsigned user_timeout_ms = static_cast<unsigned>(idle_s + interval_s * probes) * 1000;
   if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0 ||
       setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s)) < 0 ||
       setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s)) < 0 ||
-      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes)) < 0 ||
-      setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms)) < 0)
-    fail_errno(Code::kSystem, errno, "setting TCP keep-alive and user timeout", "setsockopt");
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes)) < 0)
+    fail_errno(Code::kSystem, errno, "setting TCP keep-alive", "setsockopt");
 }
 
 Fd listen_on(const SockAddr& addr, SockAddr* bound, const char* what) {

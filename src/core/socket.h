@@ -80,11 +80,9 @@ bool refuses_connections(const SockAddr& addr, int wait_ms);
 
 void set_nonblocking(int fd);
 void set_nodelay(int fd);
-// A peer whose node is gone (power, cable, kernel) ends the connection
-// within about 20 s, whether it is idle (keep-alive probes, so even while we
-// only wait to receive) or has our data in flight (TCP_USER_TIMEOUT: without
-// it the kernel retransmits for about 15 minutes). A peer that is merely slow
-// still answers both (its kernel acknowledges, even with a full window).
+// Keep-alive probes on an idle connection: a peer whose node is gone (power,
+// cable, kernel) is found within about 20 s, even while we only wait to
+// receive. A peer that is merely slow still answers them (its kernel does).
 void set_keepalive(int fd);
 
 // Blocking-with-deadline transfers on a non-blocking socket. `what` names the
