@@ -61,7 +61,7 @@ tsan: deps
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target $(TSAN_TESTS) colldiag
 	for t in $(TSAN_TESTS); do \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" HWLOC_COMPONENTS=-pci \
-	    $(TSAN_DIR)/tests/$$t --gtest_brief=1 || exit 1; \
+	    timeout 900 $(TSAN_DIR)/tests/$$t --gtest_brief=1 || exit 1; \
 	done
 
 # Each libFuzzer target for FUZZ_SECONDS on the corpus in fuzz/corpus (new
