@@ -123,7 +123,7 @@ class Communicator {
   void close_if_idle();
   void place_this_rank();
   // shrink.cc: whether rank r's standby socket refuses connections (it is
-  // gone), and the host's decision on who is in.
+  // gone; logged), and the host's decision on who is in.
   bool standby_gone(int r) const;
   std::string decide_members(bootstrap::StoreClient& store, std::vector<bool>& out, const Deadline& deadline);
 

@@ -41,16 +41,22 @@ std::string join(const std::vector<int>& ranks) {
 std::vector<int> parse_ranks(const std::string& text, int nranks) {
   std::vector<int> out;
   std::stringstream list(text);
-  for (std::string x; std::getline(list, x, ',');)
-    if (!x.empty() && std::stoi(x) >= 0 && std::stoi(x) < nranks) out.push_back(std::stoi(x));
+  for (std::string x; std::getline(list, x, ',');) {
+    if (x.empty()) continue;
+    const int r = std::stoi(x);
+    if (r >= 0 && r < nranks) out.push_back(r);
+  }
   return out;
 }
 
 }  // namespace
 
 bool Communicator::standby_gone(int r) const {
-  return net::refuses_connections(net::SockAddr::parse(standby_addresses_[static_cast<size_t>(r)], "standby address"),
-                                  kProbeWaitMs);
+  const bool gone = net::refuses_connections(
+      net::SockAddr::parse(standby_addresses_[static_cast<size_t>(r)], "standby address"), kProbeWaitMs);
+  if (gone)
+    log::warn(log::kInit, "comm_shrink: rank ", r, " is gone (its standby socket refuses connections): left out");
+  return gone;
 }
 
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude) {
@@ -71,7 +77,6 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   for (;; ++host) {
     if (out[static_cast<size_t>(host)]) continue;
     if (host == rank_ || !standby_gone(host)) break;
-    log::warn(log::kInit, "comm_shrink: rank ", host, " is gone (its standby socket refuses connections): left out");
     out[static_cast<size_t>(host)] = true;
     mine.push_back(host);
   }
@@ -124,10 +129,7 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, std::vec
     if (!waiting || deadline.expired()) break;
     if (std::chrono::steady_clock::now() >= next_probe) {
       for (size_t r = 0; r < n; ++r)
-        if (!out[r] && !arrived[r] && standby_gone(static_cast<int>(r))) {
-          log::warn(log::kInit, "comm_shrink: rank ", r, " is gone (its standby socket refuses connections): left out");
-          out[r] = true;
-        }
+        if (!out[r] && !arrived[r] && standby_gone(static_cast<int>(r))) out[r] = true;
       next_probe = std::chrono::steady_clock::now() + kProbeEvery;
     }
     std::this_thread::sleep_for(kLookEvery);

@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdio>
-
 #include <string>
 #include <vector>
 
@@ -81,8 +80,8 @@ INSTANTIATE_TEST_SUITE_P(Victims, ShrinkAfterDeath, ::testing::Values(0, 2, 3),
 // No rank named: rank 0 (the job store's host) is killed and rank 2 exits
 // without a word; the survivors call coll_comm_shrink(comm, NULL, 0) and
 // must find both gone (their standby sockets refuse connections) well
-// before the 20 s timeout. On one node, and on two emulated nodes (shm
-// inside, TCP between).
+// before the 20 s timeout. On one node, and split in two by COLL_HOSTID
+// (shm inside, TCP between; the probes still cross loopback).
 class ShrinkFindsTheDead : public ::testing::TestWithParam<int> {};
 
 TEST_P(ShrinkFindsTheDead, WithoutBeingToldWho) {
