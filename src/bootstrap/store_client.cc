@@ -8,10 +8,11 @@
 
 namespace coll::bootstrap {
 
-StoreClient::StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank) : address_(id.store_address) {
+StoreClient::StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank, net::Refused refused)
+    : address_(id.store_address) {
   std::string what = str_cat("bootstrap store at ", address_);
   net::SockAddr addr = net::SockAddr::parse(address_, "bootstrap store address");
-  fd_ = net::connect_to(addr, deadline, what);
+  fd_ = net::connect_to(addr, deadline, what, refused);
   auth::client_handshake(fd_.get(), id.secret, kStorePurpose, rank, deadline, what);
 }
 

@@ -14,10 +14,11 @@ namespace coll::bootstrap {
 
 class StoreClient {
  public:
-  // Connects (retrying while the store is not up yet) and authenticates.
-  // `rank` identifies the job's first communicator of each rank (whose
-  // goodbyes end the store); others pass kStoreClientIdentity.
-  StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank);
+  // Connects (retrying while the store is not up yet, unless `refused` says
+  // its listener is known to be up) and authenticates. `rank` identifies
+  // the job's first communicator of each rank (whose goodbyes end the
+  // store); others pass kStoreClientIdentity.
+  StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank, net::Refused refused = net::Refused::kRetry);
 
   void set(const std::string& key, const std::string& value, const Deadline& deadline);
   // Waits until the key exists. `waiting_for` completes the timeout message,

@@ -123,8 +123,11 @@ class Communicator {
   void close_if_idle();
   void place_this_rank();
   // shrink.cc: whether rank r's standby socket refuses connections (it is
-  // gone; logged), and the host's decision on who is in.
+  // gone; logged), the meeting at the host's, and the host's decision on
+  // who is in.
   bool standby_gone(int r) const;
+  std::string meet(const bootstrap::UniqueId& id, int host, const std::vector<int>& mine, std::vector<bool>& out,
+                   const Deadline& deadline);
   std::string decide_members(bootstrap::StoreClient& store, std::vector<bool>& out, const Deadline& deadline);
 
   int rank_;

@@ -70,33 +70,30 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
            ": a rank cannot exclude itself (the excluded ranks do not call coll_comm_shrink)");
     out[static_cast<size_t>(r)] = true;
   }
-  // The host is the lowest rank neither excluded nor found gone; the ones
-  // found gone on the way join our exclusions.
+  bootstrap::UniqueId id;
+  id.secret = auth::secret_from_text(str_cat(auth::to_hex(id_.secret), "/", prefix_, "shrink", shrinks_++));
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  // The host is the lowest rank neither out nor found gone; the ones found
+  // gone on the way join our exclusions. A host can still die while we
+  // meet on its socket (a process being torn down answers the probe until
+  // it closes its sockets): then it is found gone in turn, and the next
+  // candidate hosts.
   std::vector<int> mine = exclude;
-  int host = 0;
-  for (;; ++host) {
+  std::string members;
+  for (int host = 0;; ++host) {
     if (out[static_cast<size_t>(host)]) continue;
-    if (host == rank_ || !standby_gone(host)) break;
+    if (host == rank_ || !standby_gone(host)) {
+      id.store_address = standby_addresses_[static_cast<size_t>(host)];
+      try {
+        members = meet(id, host, mine, out, deadline);
+        break;
+      } catch (const Error& e) {
+        if (host == rank_ || e.code() != Code::kRemote || !standby_gone(host)) throw;
+      }
+    }
     out[static_cast<size_t>(host)] = true;
     mine.push_back(host);
   }
-  bootstrap::UniqueId id;
-  id.secret = auth::secret_from_text(str_cat(auth::to_hex(id_.secret), "/", prefix_, "shrink", shrinks_++));
-  id.store_address = standby_addresses_[static_cast<size_t>(host)];
-  if (host == rank_) {
-    if (!standby_.valid())
-      fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
-    bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
-  }
-  Deadline deadline = Deadline::after_ms(timeout_ms_);
-  bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
-  store.set(str_cat("in/", rank_), join(mine), deadline);
-  store.add(str_cat("arrived/", rank_), 1, deadline);
-
-  const std::string members = host == rank_
-                                  ? decide_members(store, out, deadline)
-                                  : store.get("members", Deadline::after_ms(2 * timeout_ms_ + 1000),
-                                              str_cat("rank ", host, " (the lowest survivor) to say who is in"));
   int new_rank = -1, new_size = 0;
   for (int r : parse_ranks(members, nranks_)) {
     if (r == rank_) new_rank = new_size;
@@ -108,6 +105,24 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   log::info(log::kInit, "comm_shrink: rank ", rank_, " becomes rank ", new_rank, " of ", new_size, " (old ranks ",
             members, ")");
   return std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_);
+}
+
+// Meets the other survivors at the host's store (started here when we are
+// the host) and returns the members the host decided on.
+std::string Communicator::meet(const bootstrap::UniqueId& id, int host, const std::vector<int>& mine,
+                               std::vector<bool>& out, const Deadline& deadline) {
+  if (host == rank_) {
+    if (!standby_.valid())
+      fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
+    bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
+  }
+  // Every standby socket listens from init: a refusal means the host is gone.
+  bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail);
+  store.set(str_cat("in/", rank_), join(mine), deadline);
+  store.add(str_cat("arrived/", rank_), 1, deadline);
+  if (host == rank_) return decide_members(store, out, deadline);
+  return store.get("members", Deadline::after_ms(2 * timeout_ms_ + 1000),
+                   str_cat("rank ", host, " (the lowest survivor) to say who is in"));
 }
 
 // The host's part. It waits for every rank not yet out, looking at the

@@ -213,7 +213,7 @@ void wait_for(int fd, short events, const Deadline& deadline, const std::string&
 
 }  // namespace
 
-Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string& what) {
+Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string& what, Refused refused) {
   int backoff_ms = 1;
   for (;;) {
     Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -229,6 +229,7 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
       set_nodelay(fd.get());
       return fd;
     }
+    if (err == ECONNREFUSED && refused == Refused::kFail) fail(Code::kRemote, what, " refused the connection");
     // The peer may not be listening yet (it starts later than we do): retry.
     bool retry =
         err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ECONNRESET;
@@ -242,16 +243,12 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
 }
 
 bool refuses_connections(const SockAddr& addr, int wait_ms) {
-  Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd.valid()) return false;
-  int err = ::connect(fd.get(), addr.get(), addr.length) == 0 ? 0 : errno;
-  if (err == EINPROGRESS) {
-    pollfd p{fd.get(), POLLOUT, 0};
-    if (::poll(&p, 1, wait_ms) <= 0) return false;
-    socklen_t len = sizeof(err);
-    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+  try {
+    connect_to(addr, Deadline::after_ms(wait_ms), "a probed listener", Refused::kFail);
+    return false;
+  } catch (const Error& e) {
+    return e.code() == Code::kRemote;
   }
-  return err == ECONNREFUSED;
 }
 
 void send_all(int fd, const void* data, size_t bytes, const Deadline& deadline, const std::string& what) {

@@ -70,10 +70,18 @@ Fd listen_on(const SockAddr& addr, SockAddr* bound, const char* what);
 // when `fd` is not a listening socket.
 Fd adopt_listener(int fd, SockAddr* bound, const char* what);
 
-// Connects, retrying while the peer is not yet listening, until the deadline.
-Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string& what);
+// What connect_to does when nothing listens at the address: wait for the
+// peer to start listening (bootstrap: it may start after us), or fail at
+// once with kRemote (the peer has listened since before we learnt the
+// address, so a refusal means its process is gone).
+enum class Refused { kRetry, kFail };
 
-// One connection attempt, closed at once: true only when `addr` refuses it
+// Connects, retrying while the peer is unreachable (and, with kRetry, not
+// yet listening), until the deadline.
+Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string& what,
+              Refused refused = Refused::kRetry);
+
+// A connection attempt, closed at once: true only when `addr` refuses it
 // (nothing listens there: on a host that answers, the listener's process is
 // gone). Accepted, unreachable or no answer within wait_ms are all false.
 bool refuses_connections(const SockAddr& addr, int wait_ms);

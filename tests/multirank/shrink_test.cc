@@ -1,7 +1,8 @@
 // coll_comm_shrink with real processes: the survivors of a killed rank
 // (rank 0, the store's host, included) form a new communicator and compute
-// exact results with it; exclusion lists that differ are united; bad
-// arguments are refused.
+// exact results with it; the dead are found without being named, a host
+// that dies during the meeting is replaced; exclusion lists that differ
+// are united; bad arguments are refused.
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace coll::testing {
@@ -117,6 +119,39 @@ TEST_P(ShrinkFindsTheDead, WithoutBeingToldWho) {
 INSTANTIATE_TEST_SUITE_P(Nodes, ShrinkFindsTheDead, ::testing::Values(0, 2), [](const auto& info) {
   return info.param == 0 ? std::string("one_node") : std::string("two_nodes");
 });
+
+// The lowest rank is still alive when the survivors look for their host,
+// and dies while they wait on its socket (as a process being torn down
+// does, or one that dies a moment later): they must find it gone in turn
+// and meet at the next one, not fail with its reset connection. Rank 2
+// exits at once; rank 0 lingers 500 ms, then is killed.
+TEST(Shrink, TheHostDyingWhileTheyMeetIsReplaced) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+        if (rank == 2) _exit(0);
+        if (rank == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          raise(SIGKILL);
+        }
+        const auto start = std::chrono::steady_clock::now();
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_LT(ms, 5000.0) << "rank " << rank << ": the dead host was found only by the timeout";
+        std::printf("rank %d: shrink past a dying host took %.1f ms\n", rank, ms);
+        int new_size = -1;
+        coll_comm_size(survivors, &new_size);
+        EXPECT_EQ(new_size, 2);
+        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 2 + 4);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
+}
 
 // Rank 0 excludes {3}, rank 1 excludes {2, 3}, rank 2 excludes {3}; rank 3
 // stays out. The union {2, 3} is gone: ranks 0 and 1 form a pair, and rank

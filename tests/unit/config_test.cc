@@ -59,6 +59,31 @@ TEST(Socket, AddressesParseAndPrint) {
   EXPECT_THROW(net::SockAddr::parse("[::1:81", "t"), Error);
 }
 
+// A listener that never accepts still takes connections (the kernel
+// queues them): only a closed port refuses. connect_to waits for a closed
+// port to open unless told that a refusal is final.
+TEST(Socket, OnlyAClosedPortRefuses) {
+  net::SockAddr bound;
+  net::Fd listener = net::listen_on(net::SockAddr::parse("127.0.0.1:0", "test"), &bound, "test");
+  EXPECT_FALSE(net::refuses_connections(bound, 200));
+  EXPECT_TRUE(net::connect_to(bound, Deadline::after_ms(1000), "listener", net::Refused::kFail).valid());
+  listener.reset();
+  EXPECT_TRUE(net::refuses_connections(bound, 200));
+  try {
+    net::connect_to(bound, Deadline::after_ms(10000), "closed port", net::Refused::kFail);
+    FAIL() << "a closed port was connected to";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kRemote);
+    EXPECT_NE(std::string(e.what()).find("closed port refused"), std::string::npos) << e.what();
+  }
+  try {
+    net::connect_to(bound, Deadline::after_ms(50), "closed port");
+    FAIL() << "a closed port was connected to";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kTimeout) << e.what();
+  }
+}
+
 TEST(TcpFrame, HeadersAreChecked) {
   using transport::tcp::check_frame;
   using transport::tcp::kFrameMagic;
