@@ -126,21 +126,26 @@ std::string Communicator::meet(const bootstrap::UniqueId& id, int host, const st
 }
 
 // The host's part. It waits for every rank not yet out, looking at the
-// arrivals without blocking on any one rank, and probes those still missing
-// so that one found gone meanwhile is left out at once. Then it unites the
-// exclusions of those that arrived and publishes the members.
+// arrivals without blocking on any one rank. Each arrival's exclusions
+// join the host's at once (a rank another survivor names is not waited
+// for), and the ranks still missing are probed, so that one found gone
+// meanwhile is left out at once. Then it publishes the members.
 std::string Communicator::decide_members(bootstrap::StoreClient& store, std::vector<bool>& out,
                                          const Deadline& deadline) {
   const size_t n = static_cast<size_t>(nranks_);
   std::vector<bool> arrived(n, false);
   auto next_probe = std::chrono::steady_clock::now() + kProbeEvery;
   for (;;) {
-    bool waiting = false;
     for (size_t r = 0; r < n; ++r) {
       if (out[r] || arrived[r]) continue;
-      arrived[r] = store.add(str_cat("arrived/", r), 0, Deadline::after_ms(timeout_ms_)) > 0;
-      waiting = waiting || !arrived[r];
+      if (store.add(str_cat("arrived/", r), 0, Deadline::after_ms(timeout_ms_)) == 0) continue;
+      arrived[r] = true;
+      // Its exclusions count at once: a rank it names is not waited for.
+      const std::string theirs = store.get(str_cat("in/", r), Deadline::after_ms(timeout_ms_), "");
+      for (int x : parse_ranks(theirs, nranks_)) out[static_cast<size_t>(x)] = true;
     }
+    bool waiting = false;
+    for (size_t r = 0; r < n; ++r) waiting = waiting || (!out[r] && !arrived[r]);
     if (!waiting || deadline.expired()) break;
     if (std::chrono::steady_clock::now() >= next_probe) {
       for (size_t r = 0; r < n; ++r)
@@ -149,14 +154,9 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, std::vec
     }
     std::this_thread::sleep_for(kLookEvery);
   }
-  for (size_t r = 0; r < n; ++r) {
-    if (arrived[r]) {
-      const std::string theirs = store.get(str_cat("in/", r), Deadline::after_ms(timeout_ms_), "");
-      for (int x : parse_ranks(theirs, nranks_)) out[static_cast<size_t>(x)] = true;
-    } else if (!out[r]) {
+  for (size_t r = 0; r < n; ++r)
+    if (!out[r] && !arrived[r])
       log::warn(log::kInit, "comm_shrink: rank ", r, " did not arrive within ", timeout_ms_, " ms: left out");
-    }
-  }
   std::vector<int> members;
   for (size_t r = 0; r < n; ++r)
     if (arrived[r] && !out[r]) members.push_back(static_cast<int>(r));

@@ -153,30 +153,40 @@ TEST(Shrink, TheHostDyingWhileTheyMeetIsReplaced) {
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
 }
 
-// Rank 0 excludes {3}, rank 1 excludes {2, 3}, rank 2 excludes {3}; rank 3
-// stays out. The union {2, 3} is gone: ranks 0 and 1 form a pair, and rank
-// 2, excluded by rank 1, is told so.
+// Rank 1 excludes {2, 3}; ranks 0 (the host) and 2 name nobody; rank 3 is
+// alive but never calls shrink (it lingers 4 s, then leaves). The union
+// {2, 3} is out: ranks 0 and 1 form a pair without waiting for rank 3,
+// whom a survivor named, and rank 2, excluded by rank 1, is told so.
 TEST(Shrink, TheSurvivorsUniteTheirExclusions) {
-  run_ranks(4, [](int rank, int n, const coll_unique_id_t& id) {
-    coll_comm_t comm = init_or_die(rank, n, id);
-    ASSERT_NE(comm, nullptr);
-    if (rank < 3) {
-      std::vector<int> exclude = rank == 1 ? std::vector<int>{2, 3} : std::vector<int>{3};
-      coll_comm_t smaller = nullptr;
-      coll_result_t r = coll_comm_shrink(comm, exclude.data(), static_cast<int>(exclude.size()), &smaller);
-      if (rank == 2) {
-        EXPECT_EQ(r, COLL_INVALID_USAGE);
-        EXPECT_NE(last_error(comm).find("another survivor excluded this rank (members: 0,1)"), std::string::npos)
-            << last_error(comm);
-        EXPECT_EQ(smaller, nullptr);
-      } else {
-        ASSERT_EQ(r, COLL_SUCCESS) << last_error(comm);
-        EXPECT_EQ(sum_of_old_ranks(smaller, rank), 1 + 2);
-        coll_comm_destroy(smaller);
-      }
-    }
-    coll_comm_destroy(comm);
-  });
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        if (rank == 3) {
+          std::this_thread::sleep_for(std::chrono::seconds(4));
+          _exit(0);
+        }
+        std::vector<int> exclude = rank == 1 ? std::vector<int>{2, 3} : std::vector<int>{};
+        const auto start = std::chrono::steady_clock::now();
+        coll_comm_t smaller = nullptr;
+        coll_result_t r = coll_comm_shrink(comm, exclude.empty() ? nullptr : exclude.data(),
+                                           static_cast<int>(exclude.size()), &smaller);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_LT(ms, 2000.0) << "rank " << rank << ": the host waited for a rank another survivor named";
+        if (rank == 2) {
+          EXPECT_EQ(r, COLL_INVALID_USAGE);
+          EXPECT_NE(last_error(comm).find("another survivor excluded this rank (members: 0,1)"), std::string::npos)
+              << last_error(comm);
+          EXPECT_EQ(smaller, nullptr);
+        } else {
+          ASSERT_EQ(r, COLL_SUCCESS) << last_error(comm);
+          EXPECT_EQ(sum_of_old_ranks(smaller, rank), 1 + 2);
+          coll_comm_destroy(smaller);
+        }
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
 }
 
 TEST(Shrink, BadArgumentsAreRefused) {
