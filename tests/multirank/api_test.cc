@@ -1,11 +1,18 @@
 // Bad input at the C ABI: each case returns its specific code and the last
-// error names the argument. Run on a real one-rank communicator.
+// error names the argument. Run on real communicators (one rank, and two
+// for a second thread on a busy communicator).
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace coll::testing {
@@ -128,6 +135,87 @@ TEST(Api, ADestroyedCommunicatorIsRefusedEverywhere) {
     ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
     EXPECT_EQ(coll_send(buf, 4, COLL_FLOAT32, 0, comm, nullptr), COLL_INVALID_USAGE);
     EXPECT_EQ(coll_group_end(), COLL_SUCCESS);
+  });
+}
+
+// The checks beyond allreduce: roots and peers out of range, null buffers,
+// sizes that overflow, overlaps other than each collective's in-place
+// layout, a null request. Each names its argument; none moves data.
+TEST(Api, EveryCollectiveNamesItsBadArgument) {
+  run_ranks(1, [](int rank, int nranks, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, nranks, id);
+    ASSERT_NE(comm, nullptr);
+    std::vector<float> a(16, 1.0f);
+    float* p = a.data();
+    const coll_result_t bad = COLL_INVALID_ARGUMENT;
+    expect_error(coll_broadcast(p, 4, COLL_FLOAT32, 1, comm, nullptr), bad, comm, "root 1 is outside [0, 1)");
+    expect_error(coll_broadcast(p, 4, COLL_FLOAT32, -1, comm, nullptr), bad, comm, "root -1 is outside");
+    expect_error(coll_broadcast(nullptr, 4, COLL_FLOAT32, 0, comm, nullptr), bad, comm, "buf is null with 16 bytes");
+    expect_error(coll_broadcast(p, 4, static_cast<coll_datatype_t>(99), 0, comm, nullptr), bad, comm, "datatype 99");
+    expect_error(coll_reduce(p, p + 8, 4, COLL_FLOAT32, COLL_SUM, 3, comm, nullptr), bad, comm, "root 3 is outside");
+    expect_error(coll_reduce(nullptr, p, 4, COLL_FLOAT32, COLL_SUM, 0, comm, nullptr), bad, comm, "sendbuf is null");
+    expect_error(coll_reduce(p, p + 1, 4, COLL_FLOAT32, COLL_SUM, 0, comm, nullptr), bad, comm, "overlap");
+    expect_error(coll_send(p, 4, COLL_FLOAT32, 1, comm, nullptr), bad, comm, "send on rank 0: peer 1 is outside");
+    expect_error(coll_recv(p, 4, COLL_FLOAT32, -2, comm, nullptr), bad, comm, "recv on rank 0: peer -2 is outside");
+    expect_error(coll_send(p, 4, COLL_FLOAT32, 0, comm, nullptr), bad, comm, "peer is this rank itself");
+    expect_error(coll_allgather(p, nullptr, 4, COLL_FLOAT32, comm, nullptr), bad, comm, "recvbuf is null");
+    expect_error(coll_allgather(p, p, SIZE_MAX / 2, COLL_FLOAT32, comm, nullptr), bad, comm, "overflows size_t");
+    expect_error(coll_allgather(p + 1, p, 4, COLL_FLOAT32, comm, nullptr), bad, comm,
+                 "in place needs sendbuf == recvbuf + rank * sendcount");
+    expect_error(coll_reduce_scatter(nullptr, p, 4, COLL_FLOAT32, COLL_SUM, comm, nullptr), bad, comm,
+                 "sendbuf is null");
+    expect_error(coll_reduce_scatter(p, p, 4, COLL_FLOAT32, static_cast<coll_redop_t>(42), comm, nullptr), bad, comm,
+                 "op 42");
+    expect_error(coll_reduce_scatter(p, p + 2, 4, COLL_FLOAT32, COLL_SUM, comm, nullptr), bad, comm,
+                 "in place needs recvbuf == sendbuf + rank * recvcount");
+    expect_error(coll_alltoall(nullptr, p, 4, COLL_FLOAT32, comm, nullptr), bad, comm, "sendbuf is null");
+    expect_error(coll_alltoall(p, p + 3, 4, COLL_FLOAT32, comm, nullptr), bad, comm,
+                 "in place needs sendbuf == recvbuf");
+    expect_error(coll_allreduce_async(p, p, 4, COLL_FLOAT32, COLL_SUM, comm, nullptr, nullptr), bad, comm,
+                 "request is a null pointer");
+    expect_error(coll_barrier_async(comm, nullptr), bad, comm, "request is a null pointer");
+    // Refused calls leave the communicator usable, and the in-place layouts pass.
+    EXPECT_EQ(coll_broadcast(p, 4, COLL_FLOAT32, 0, comm, nullptr), COLL_SUCCESS) << coll_get_last_error(comm);
+    EXPECT_EQ(coll_allgather(p, p, 4, COLL_FLOAT32, comm, nullptr), COLL_SUCCESS) << coll_get_last_error(comm);
+    EXPECT_EQ(coll_reduce_scatter(p, p, 4, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+    EXPECT_EQ(p[3], 1.0f);
+    EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+  });
+}
+
+// A communicator is not thread-safe: while one thread is inside an
+// allreduce (rank 1 holds it there until told), a second thread's call on
+// the same communicator is refused, not interleaved. Either thread may get
+// in first; exactly one is refused and the other completes exactly.
+TEST(Api, TwoThreadsOnOneCommunicatorAreRefused) {
+  const std::string go = "/tmp/coll_api_busy_" + std::to_string(getpid());
+  run_ranks(2, [&go](int rank, int nranks, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, nranks, id);
+    ASSERT_NE(comm, nullptr);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    int64_t x[2] = {rank + 1, rank + 1}, y[2] = {0, 0};
+    if (rank == 1) {
+      while (access(go.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      EXPECT_EQ(coll_allreduce(x, y, 1, COLL_INT64, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+      EXPECT_EQ(y[0], 3);
+    } else {
+      std::atomic<int> code[2] = {-1, -1};
+      auto call = [&](int i) { code[i] = coll_allreduce(&x[i], &y[i], 1, COLL_INT64, COLL_SUM, comm, nullptr); };
+      std::thread first(call, 0), second(call, 1);
+      while (code[0] < 0 && code[1] < 0 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const int refused = code[0] == COLL_INVALID_USAGE ? 0 : 1;
+      expect_error(static_cast<coll_result_t>(code[refused].load()), COLL_INVALID_USAGE, comm,
+                   "used by two threads at once");
+      std::fclose(std::fopen(go.c_str(), "w"));  // now let rank 1 in
+      first.join();
+      second.join();
+      EXPECT_EQ(code[1 - refused], COLL_SUCCESS) << coll_get_last_error(comm);
+      EXPECT_EQ(y[1 - refused], 3);
+      std::remove(go.c_str());
+    }
+    EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
   });
 }
 
