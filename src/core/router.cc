@@ -52,7 +52,7 @@ std::vector<std::unique_ptr<transport::Transport>> make_transports(int rank, int
     if (name == "shm")
       out.push_back(transport::make_shm_transport(rank, nranks, job_tag, host_id()));
     else if (name == "tcp")
-      out.push_back(transport::make_tcp_transport(rank, nranks, secret));
+      out.push_back(transport::make_tcp_transport(rank, nranks, secret, host_id()));
     else
       fail(Code::kInvalidArgument, "COLL_TRANSPORTS='", setting, "': unknown transport '", name, "' (shm, tcp)");
   }

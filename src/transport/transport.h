@@ -123,7 +123,10 @@ void check_match_or_fail(int self, int peer, const std::string& peer_name, uint6
 constexpr size_t kMaxNoticeBytes = 1024;
 
 // TCP sockets over the interface COLL_SOCKET_IFNAME picks (transport/tcp/).
-std::unique_ptr<Transport> make_tcp_transport(int rank, int nranks, const auth::Secret& secret);
+// `host` (this node's id) travels in the address, so that peers name the
+// node in their errors; empty leaves it out.
+std::unique_ptr<Transport> make_tcp_transport(int rank, int nranks, const auth::Secret& secret,
+                                              const std::string& host = "");
 
 // Shared memory between ranks of one node (transport/shm/). `job_tag` names
 // the job's segments; `host_id` is this node's identity.

@@ -156,7 +156,7 @@ TEST(AsyncError, AWatchdogSeesTheFirstFailure) {
 // Rank 3 dies before the fifth allreduce. Its neighbours find it gone; the
 // others hear it from them (each rank that fails tells its peers why before
 // it closes). Every survivor fails fast, not at its 20 s timeout, with a
-// message that names the dead rank and the operation. Interleaved hosts put
+// message that names the dead rank, its host and the operation. Interleaved hosts put
 // shm and tcp in the same job.
 class DeadRank : public ::testing::TestWithParam<std::string> {};
 
@@ -180,7 +180,7 @@ TEST_P(DeadRank, EveryRankLearnsWhoDiedAndWhere) {
           const double ms = ms_since(start);
           const std::string message = last_error(comm);
           EXPECT_EQ(r, COLL_REMOTE_ERROR) << message;
-          EXPECT_NE(message.find("rank 3 ("), std::string::npos) << message;
+          EXPECT_NE(message.find("rank 3 (host "), std::string::npos) << message;
           EXPECT_NE(message.find("allreduce #5"), std::string::npos) << message;
           EXPECT_LT(ms, 5000) << message;
           coll_result_t async = COLL_SUCCESS;

@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 namespace coll::transport {
 
-std::unique_ptr<Transport> make_tcp_transport(int rank, int nranks, const auth::Secret& secret) {
-  return std::make_unique<tcp::TcpTransport>(rank, nranks, secret);
+std::unique_ptr<Transport> make_tcp_transport(int rank, int nranks, const auth::Secret& secret,
+                                              const std::string& host) {
+  return std::make_unique<tcp::TcpTransport>(rank, nranks, secret, host);
 }
 
 namespace tcp {
@@ -27,10 +29,20 @@ std::string purpose_for(int target) { return str_cat("tcp>", target); }
 // How long a silent stranger may hold the accept loop per attempt.
 constexpr int kHandshakeSliceMs = 2000;
 
+// An address is "<ip>:<port>", then "|<host id>" when the host is known.
+std::string socket_part(const std::string& address) { return address.substr(0, address.find('|')); }
+
+// How errors name a peer: "host <id>, <ip>:<port>".
+std::string describe(const std::string& address) {
+  const size_t bar = address.find('|');
+  if (bar == std::string::npos) return address;
+  return str_cat("host ", address.substr(bar + 1), ", ", address.substr(0, bar));
+}
+
 }  // namespace
 
-TcpTransport::TcpTransport(int rank, int nranks, const auth::Secret& secret)
-    : rank_(rank), nranks_(nranks), secret_(secret) {
+TcpTransport::TcpTransport(int rank, int nranks, const auth::Secret& secret, std::string host)
+    : rank_(rank), nranks_(nranks), secret_(secret), host_(std::move(host)) {
   caps_.name = "tcp";
   caps_.latency_us = 30;
   caps_.bandwidth_gbps = 1.0;
@@ -43,6 +55,10 @@ TcpTransport::TcpTransport(int rank, int nranks, const auth::Secret& secret)
 }
 
 TcpTransport::~TcpTransport() = default;
+
+std::string TcpTransport::local_address() const {
+  return host_.empty() ? address_.to_string() : str_cat(address_.to_string(), "|", host_);
+}
 
 void TcpTransport::add_pair(int peer, net::Fd fd, const std::string& address) {
   net::set_nonblocking(fd.get());
@@ -72,21 +88,22 @@ void TcpTransport::connect(const std::vector<int>& peers, const std::vector<std:
     else
       higher.push_back(peer);
   }
-  accept_from_higher(higher, deadline);
+  accept_from_higher(higher, addresses, deadline);
 }
 
 void TcpTransport::connect_to_lower(int peer, const std::string& address, const Deadline& deadline) {
-  std::string what = str_cat("rank ", peer, " (", address, ")");
-  net::SockAddr addr = net::SockAddr::parse(address, "peer address");
+  std::string what = str_cat("rank ", peer, " (", describe(address), ")");
+  net::SockAddr addr = net::SockAddr::parse(socket_part(address), "peer address");
   net::Fd fd = net::connect_to(addr, deadline, what);
   auth::client_handshake(fd.get(), secret_, purpose_for(peer), static_cast<uint32_t>(rank_), deadline, what);
-  add_pair(peer, std::move(fd), address);
+  add_pair(peer, std::move(fd), describe(address));
 }
 
 // Accepts until every rank in `waiting` is connected. Each candidate must
 // prove the secret within kHandshakeSliceMs, so a silent stranger delays the
 // job by at most that, once.
-void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const Deadline& deadline) {
+void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const std::vector<std::string>& addresses,
+                                      const Deadline& deadline) {
   auto missing = [&] {
     for (int p : waiting)
       if (!pairs_.count(p)) return p;
@@ -130,7 +147,7 @@ void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const Dea
         log::warn(log::kNet, "tcp: rank ", rank_, " got a second connection claiming rank ", claimed, "; dropped");
         continue;
       }
-      add_pair(claimed, std::move(fd), from.to_string());
+      add_pair(claimed, std::move(fd), describe(addresses.at(static_cast<size_t>(claimed))));
     } catch (const Error& e) {
       log::warn(log::kNet, "tcp: rank ", rank_, " dropped a connection from ", from.to_string(), ": ", e.what());
     }

@@ -16,11 +16,11 @@ namespace coll::transport::tcp {
 
 class TcpTransport final : public Transport {
  public:
-  TcpTransport(int rank, int nranks, const auth::Secret& secret);
+  TcpTransport(int rank, int nranks, const auth::Secret& secret, std::string host);
   ~TcpTransport() override;
 
   const Capabilities& capabilities() const override { return caps_; }
-  std::string local_address() const override { return address_.to_string(); }
+  std::string local_address() const override;
   void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
                const Deadline& deadline) override;
   RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
@@ -32,13 +32,15 @@ class TcpTransport final : public Transport {
 
  private:
   void connect_to_lower(int peer, const std::string& address, const Deadline& deadline);
-  void accept_from_higher(const std::vector<int>& waiting, const Deadline& deadline);
+  void accept_from_higher(const std::vector<int>& waiting, const std::vector<std::string>& addresses,
+                          const Deadline& deadline);
   void add_pair(int peer, net::Fd fd, const std::string& address);
   Pair& pair(int peer, const char* doing);
 
   int rank_;
   int nranks_;
   auth::Secret secret_;
+  std::string host_;
   Capabilities caps_;
   net::SockAddr address_;
   net::Fd listener_;
