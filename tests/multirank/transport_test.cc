@@ -2,11 +2,12 @@
 // once and run for each (tcp, shm; later ones add themselves to the list):
 // ordering, zero-length and odd sizes, many tiny messages, tag/length
 // mismatch detection, a peer that goes away, an abort mid-transfer. Then
-// what is TCP's own: a stranger on its port.
+// what is TCP's own: strangers on its port, before and during a run.
 #include "transport/transport.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/unique_id.h"
+#include "core/auth.h"
 #include "core/error.h"
 #include "core/socket.h"
 #include "support/multirank.h"
@@ -16,9 +17,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace coll::testing {
@@ -237,6 +240,82 @@ TEST(TcpTransport, AStrangerOnTheTransportPortIsRefused) {
     wait_all(*t, {t->post_send(1 - rank, &value, sizeof(value), 9), t->post_recv(1 - rank, &got, sizeof(got), 9)});
     EXPECT_EQ(got, 11 - rank);
   });
+}
+
+// Strangers on every rank's TCP port while three ranks run collectives
+// (from their first connections on): five connections held open that say
+// nothing, then garbage, a truncated greeting, or a greeting made with the
+// wrong secret, again and again. Every result stays exact, and the run
+// ends within 10 s: the silent ones may not hold the ranks behind them in
+// the accept queue for their 2 s each.
+TEST(TcpTransport, StrangersDuringARunChangeNothing) {
+  run_ranks(
+      4,
+      [](int rank, int, const coll_unique_id_t& raw) {
+        auto id = bootstrap::UniqueId::decode(raw);
+        if (rank < 3) {
+          coll_comm_t comm = init_or_die(rank, 3, raw);
+          ASSERT_NE(comm, nullptr);
+          const auto start = std::chrono::steady_clock::now();
+          for (int64_t i = 1; i <= 40; ++i) {
+            int64_t x = (rank + 1) * i, mine = i * rank, everyone[3] = {-1, -1, -1};
+            ASSERT_EQ(coll_allreduce(&x, &x, 1, COLL_INT64, COLL_SUM, comm, nullptr), COLL_SUCCESS)
+                << coll_get_last_error(comm);
+            ASSERT_EQ(x, 6 * i);
+            ASSERT_EQ(coll_allgather(&mine, everyone, 1, COLL_INT64, comm, nullptr), COLL_SUCCESS);
+            for (int64_t r = 0; r < 3; ++r) ASSERT_EQ(everyone[r], i * r);
+          }
+          EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+          if (rank == 0) {
+            bootstrap::StoreClient store(id, Deadline::after_ms(5000), bootstrap::kStoreClientIdentity);
+            store.set("run-done", "1", Deadline::after_ms(5000));
+          }
+          coll_comm_destroy(comm);
+          return;
+        }
+        // The stranger learns the ports from the job's store (a real one
+        // would scan for them) and knows no secret.
+        auto deadline = Deadline::after_ms(20000);
+        bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
+        std::vector<net::SockAddr> ports;
+        for (int r = 0; r < 3; ++r) {
+          std::string a = store.get("addr/" + std::to_string(r), deadline, "a rank's address");
+          a = a.substr(a.find("tcp=") + 4);
+          a = a.substr(0, a.find_first_of(";|"));
+          ports.push_back(net::SockAddr::parse(a, "tcp port"));
+        }
+        std::vector<net::Fd> silent;
+        for (int k = 0; k < 5; ++k)  // queued ahead of the ranks: 5 x 2 s each, were they heard in turn
+          for (const auto& port : ports) silent.push_back(net::connect_to(port, deadline, "a rank"));
+        const auth::Secret wrong = auth::random_secret();
+        auto run_done = [&] {
+          try {
+            return store.add("run-done", 0, deadline) > 0;
+          } catch (const Error&) {
+            return true;  // the ranks are gone, and their store with them
+          }
+        };
+        for (int round = 0; !run_done() && !deadline.expired(); ++round) {
+          const net::SockAddr& port = ports[static_cast<size_t>(round) % ports.size()];
+          try {
+            net::Fd fd = net::connect_to(port, Deadline::after_ms(1000), "a rank");
+            if (round % 3 == 0) {
+              std::string junk(4096, static_cast<char>(round));
+              net::send_all(fd.get(), junk.data(), junk.size(), Deadline::after_ms(1000), "a rank");
+            } else if (round % 3 == 1) {
+              net::send_all(fd.get(), "COLL", 4, Deadline::after_ms(1000), "a rank");
+            } else {
+              auth::client_handshake(fd.get(), wrong, "tcp>0", 1, Deadline::after_ms(1000), "a rank");
+              ADD_FAILURE() << "a handshake with the wrong secret was accepted";
+            }
+          } catch (const Error&) {
+            // refused, dropped or timed out: what a stranger should get
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        EXPECT_FALSE(deadline.expired()) << "the run did not finish while strangers knocked";
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", "tcp"}}});
 }
 
 }  // namespace

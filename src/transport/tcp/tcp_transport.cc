@@ -99,9 +99,10 @@ void TcpTransport::connect_to_lower(int peer, const std::string& address, const 
   add_pair(peer, std::move(fd), describe(address));
 }
 
-// Accepts until every rank in `waiting` is connected. Each candidate must
-// prove the secret within kHandshakeSliceMs, so a silent stranger delays the
-// job by at most that, once.
+// Accepts until every rank in `waiting` is connected. Connections are
+// greeted as they come and their answers read as they arrive, side by side:
+// a silent stranger holds only its own place, for kHandshakeSliceMs, and a
+// rank behind it in the queue gets in at once.
 void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const std::vector<std::string>& addresses,
                                       const Deadline& deadline) {
   auto missing = [&] {
@@ -109,49 +110,75 @@ void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const std
       if (!pairs_.count(p)) return p;
     return -1;
   };
+  std::vector<Greeted> greeted;
   while (missing() >= 0) {
-    pollfd pfd{listener_.get(), POLLIN, 0};
-    int rc = ::poll(&pfd, 1, deadline.remaining_ms(1000));
+    std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+    for (const Greeted& g : greeted) fds.push_back({g.fd.get(), POLLIN, 0});
+    int rc = ::poll(fds.data(), fds.size(), deadline.remaining_ms(100));
     if (rc < 0 && errno != EINTR) fail_errno(Code::kSystem, errno, "tcp accept", "poll");
-    if (rc <= 0) {
-      if (deadline.expired())
-        fail(Code::kTimeout, "rank ", rank_, ": timed out after ", deadline.budget_ms(),
-             " ms (COLL_TIMEOUT_MS) waiting for rank ", missing(), " to connect");
-      continue;
-    }
-    sockaddr_storage ss{};
-    socklen_t len = sizeof(ss);
-    net::Fd fd(accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) continue;
-    net::SockAddr from;
-    from.storage = ss;
-    from.length = len;
-    auto slice = Deadline::after_ms(std::min<int64_t>(kHandshakeSliceMs, deadline.remaining_ms() + 1));
-    try {
-      auth::Nonce nonce = auth::random_nonce();
-      auto hello = auth::make_server_hello(nonce);
-      net::send_all(fd.get(), &hello, sizeof(hello), slice, from.to_string());
-      auth::ClientHello client{};
-      net::recv_all(fd.get(), &client, sizeof(client), slice, from.to_string());
-      int claimed = static_cast<int>(client.identity);
-      bool ok =
-          claimed > rank_ && claimed < nranks_ && auth::check_client_hello(client, secret_, purpose_for(rank_), nonce);
-      if (!ok) {
-        log::warn(log::kNet, "tcp: rank ", rank_, " refused a connection from ", from.to_string(),
-                  ": it did not prove it knows the job secret");
-        continue;
-      }
-      auto proof = auth::make_server_proof(secret_, purpose_for(rank_), client.identity, client.nonce);
-      net::send_all(fd.get(), &proof, sizeof(proof), slice, from.to_string());
-      if (pairs_.count(claimed)) {
-        log::warn(log::kNet, "tcp: rank ", rank_, " got a second connection claiming rank ", claimed, "; dropped");
-        continue;
-      }
-      add_pair(claimed, std::move(fd), describe(addresses.at(static_cast<size_t>(claimed))));
-    } catch (const Error& e) {
-      log::warn(log::kNet, "tcp: rank ", rank_, " dropped a connection from ", from.to_string(), ": ", e.what());
+    if (deadline.expired())
+      fail(Code::kTimeout, "rank ", rank_, ": timed out after ", deadline.budget_ms(),
+           " ms (COLL_TIMEOUT_MS) waiting for rank ", missing(), " to connect");
+    if (fds[0].revents != 0) greet_newcomers(greeted);
+    for (size_t k = greeted.size(); k-- > 0;) {
+      Greeted& g = greeted[k];
+      const bool ready = k + 1 < fds.size() && fds[k + 1].revents != 0;
+      const bool silent_too_long = !ready && std::chrono::steady_clock::now() >= g.until;
+      if ((ready && hear_out(g, addresses)) || (silent_too_long && drop(g, "it said nothing in time")))
+        greeted.erase(greeted.begin() + static_cast<std::ptrdiff_t>(k));
     }
   }
+}
+
+// Accepts whatever waits and sends each our hello (a fresh socket's buffer
+// always takes it whole).
+void TcpTransport::greet_newcomers(std::vector<Greeted>& greeted) {
+  for (;;) {
+    Greeted g;
+    socklen_t len = sizeof(g.from.storage);
+    g.fd = net::Fd(
+        accept4(listener_.get(), reinterpret_cast<sockaddr*>(&g.from.storage), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!g.fd.valid()) return;
+    g.from.length = len;
+    g.nonce = auth::random_nonce();
+    g.until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kHandshakeSliceMs);
+    auto hello = auth::make_server_hello(g.nonce);
+    if (::send(g.fd.get(), &hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
+      drop(g, "it left before our greeting");
+      continue;
+    }
+    greeted.push_back(std::move(g));
+  }
+}
+
+// Reads what the newcomer sent. True when it is done with: a rank that
+// proved the secret (now a pair), or a stranger dropped.
+bool TcpTransport::hear_out(Greeted& g, const std::vector<std::string>& addresses) {
+  auto* into = reinterpret_cast<char*>(&g.hello) + g.got;
+  ssize_t n = ::recv(g.fd.get(), into, sizeof(g.hello) - g.got, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+  if (n <= 0) return drop(g, "it closed the connection before proving the job secret");
+  g.got += static_cast<size_t>(n);
+  if (g.got < sizeof(g.hello)) return false;
+  const int claimed = static_cast<int>(g.hello.identity);
+  if (claimed <= rank_ || claimed >= nranks_ ||
+      !auth::check_client_hello(g.hello, secret_, purpose_for(rank_), g.nonce))
+    return drop(g, "it did not prove it knows the job secret");
+  if (pairs_.count(claimed)) return drop(g, str_cat("rank ", claimed, " is connected already"));
+  auto proof = auth::make_server_proof(secret_, purpose_for(rank_), g.hello.identity, g.hello.nonce);
+  try {
+    net::send_all(g.fd.get(), &proof, sizeof(proof), Deadline::after_ms(kHandshakeSliceMs), g.from.to_string());
+  } catch (const Error& e) {
+    return drop(g, e.what());
+  }
+  add_pair(claimed, std::move(g.fd), describe(addresses.at(static_cast<size_t>(claimed))));
+  return true;
+}
+
+// Said once per connection, at warn: a stranger or a port scan.
+bool TcpTransport::drop(const Greeted& g, const std::string& why) {
+  log::warn(log::kNet, "tcp: rank ", rank_, " refused a connection from ", g.from.to_string(), ": ", why);
+  return true;
 }
 
 Pair& TcpTransport::pair(int peer, const char* doing) {

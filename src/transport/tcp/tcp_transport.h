@@ -8,6 +8,7 @@
 #include "transport/transport.h"
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -32,8 +33,20 @@ class TcpTransport final : public Transport {
 
  private:
   void connect_to_lower(int peer, const std::string& address, const Deadline& deadline);
+  // A connection accepted and greeted, whose proof of the secret is awaited.
+  struct Greeted {
+    net::Fd fd;
+    net::SockAddr from;
+    auth::Nonce nonce{};
+    auth::ClientHello hello{};
+    size_t got = 0;                                 // bytes of hello read so far
+    std::chrono::steady_clock::time_point until{};  // when its silence ends it
+  };
   void accept_from_higher(const std::vector<int>& waiting, const std::vector<std::string>& addresses,
                           const Deadline& deadline);
+  void greet_newcomers(std::vector<Greeted>& greeted);
+  bool hear_out(Greeted& g, const std::vector<std::string>& addresses);
+  bool drop(const Greeted& g, const std::string& why);
   void add_pair(int peer, net::Fd fd, const std::string& address);
   Pair& pair(int peer, const char* doing);
 
