@@ -1,0 +1,131 @@
+// Every kind of call honours the communicator's timeout, and abort ends
+// non-blocking operations too, with real processes: rank 1 joins each
+// communicator and then leaves rank 0 waiting.
+#include "support/multirank.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+coll_comm_t init_with_timeout(int rank, int n, const coll_unique_id_t& id, int timeout_ms) {
+  coll_config_t config = COLL_CONFIG_INIT;
+  config.timeout_ms = timeout_ms;
+  coll_comm_t comm = nullptr;
+  EXPECT_EQ(coll_comm_init_rank_config(&comm, n, id, rank, &config), COLL_SUCCESS) << coll_get_last_error(nullptr);
+  return comm;
+}
+
+// One call that rank 1 never answers; returns its result.
+struct Case {
+  const char* name;
+  std::function<coll_result_t(coll_comm_t, float*)> call;
+};
+
+std::vector<Case> unanswered_calls() {
+  return {
+      {"barrier", [](coll_comm_t c, float*) { return coll_barrier(c); }},
+      {"broadcast", [](coll_comm_t c, float* v) { return coll_broadcast(v, 1000, COLL_FLOAT32, 1, c, nullptr); }},
+      {"recv", [](coll_comm_t c, float* v) { return coll_recv(v, 1000, COLL_FLOAT32, 1, c, nullptr); }},
+      {"alltoall", [](coll_comm_t c, float* v) { return coll_alltoall(v, v + 2000, 1000, COLL_FLOAT32, c, nullptr); }},
+      {"coll_wait on allreduce_async",
+       [](coll_comm_t c, float* v) {
+         coll_request_t request = nullptr;
+         coll_result_t r = coll_allreduce_async(v, v, 1000, COLL_FLOAT32, COLL_SUM, c, nullptr, &request);
+         return r != COLL_SUCCESS ? r : coll_wait(request);
+       }},
+      {"group of send and recv",
+       [](coll_comm_t c, float* v) {
+         coll_group_start();
+         coll_send(v, 1000, COLL_FLOAT32, 1, c, nullptr);
+         coll_recv(v + 1000, 1000, COLL_FLOAT32, 1, c, nullptr);
+         return coll_group_end();
+       }},
+  };
+}
+
+// Each case in its own job with a 300 ms timeout: rank 0's call must be
+// COLL_TIMEOUT, saying so, between 300 ms and 300 ms + 2 s; rank 1 joins
+// the communicator, then stays away until rank 0 is done.
+TEST(Timeout, EveryKindOfCallHonoursIt) {
+  constexpr int kTimeoutMs = 300;
+  for (const Case& c : unanswered_calls()) {
+    SCOPED_TRACE(c.name);
+    run_ranks(
+        2,
+        [&c](int rank, int n, const coll_unique_id_t& id) {
+          coll_comm_t comm = init_with_timeout(rank, n, id, kTimeoutMs);
+          ASSERT_NE(comm, nullptr);
+          if (rank == 1) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(kTimeoutMs + 1200));
+          } else {
+            std::vector<float> v(4000, 1.0f);
+            const auto start = Clock::now();
+            const coll_result_t r = c.call(comm, v.data());
+            const double ms = ms_since(start);
+            const std::string message = coll_get_last_error(comm);
+            EXPECT_EQ(r, COLL_TIMEOUT) << message;
+            EXPECT_NE(message.find("timed out after 300 ms"), std::string::npos) << message;
+            EXPECT_GE(ms, kTimeoutMs - 1.0) << message;
+            EXPECT_LT(ms, kTimeoutMs + 2000.0) << message;
+            std::printf("%s: COLL_TIMEOUT after %.0f ms\n", c.name, ms);
+          }
+          EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+        },
+        RankOptions{.limit_s = 30});
+  }
+}
+
+// Abort from another thread ends an in-flight non-blocking operation and
+// the one queued behind it: coll_wait returns COLL_INVALID_USAGE for both
+// within 100 ms of the abort.
+TEST(Abort, EndsNonBlockingOperationsInFlightAndQueued) {
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_with_timeout(rank, n, id, 60000);
+        ASSERT_NE(comm, nullptr);
+        if (rank == 0) {
+          std::vector<float> a(1 << 16, 1.0f), b(1 << 16, 2.0f);
+          coll_request_t first = nullptr, second = nullptr;
+          ASSERT_EQ(coll_allreduce_async(a.data(), a.data(), a.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr, &first),
+                    COLL_SUCCESS);
+          ASSERT_EQ(coll_allreduce_async(b.data(), b.data(), b.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr, &second),
+                    COLL_SUCCESS);
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          EXPECT_EQ(coll_test(first), COLL_IN_PROGRESS);
+          Clock::time_point aborted_at{};
+          std::thread aborter([&] {
+            aborted_at = Clock::now();
+            EXPECT_EQ(coll_comm_abort(comm), COLL_SUCCESS);
+          });
+          aborter.join();
+          EXPECT_EQ(coll_wait(first), COLL_INVALID_USAGE) << coll_get_last_error(comm);
+          EXPECT_EQ(coll_wait(second), COLL_INVALID_USAGE) << coll_get_last_error(comm);
+          const double ms = ms_since(aborted_at);
+          EXPECT_LE(ms, 100.0) << "the operations ended " << ms << " ms after the abort";
+          std::printf("rank 0: both requests ended %.1f ms after coll_comm_abort\n", ms);
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // never joins
+        }
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60});
+}
+
+}  // namespace
+}  // namespace coll::testing
