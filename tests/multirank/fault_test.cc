@@ -3,6 +3,7 @@
 // nothing (segments, descriptors, threads) left behind by a thousand
 // communicators, by aborts, or on the survivors of a killed peer.
 #include "support/multirank.h"
+#include "support/transports.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -70,6 +71,8 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
   int pipefd[2];
   ASSERT_EQ(pipe(pipefd), 0);
   std::vector<Outcome> all;
+  auto env = transport_env(GetParam());
+  env["COLL_TIMEOUT_MS"] = std::to_string(kTimeoutMs);
   for (int trial = 0; trial < kTrials; ++trial) {
     const int victim = std::uniform_int_distribution<int>(0, kRanks - 1)(rng);
     const int after_ms = std::uniform_int_distribution<int>(0, 400)(rng);
@@ -104,9 +107,7 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
           EXPECT_EQ(threads(), 1) << "rank " << rank << ": threads left";
           ASSERT_EQ(write(pipefd[1], &o, sizeof(o)), static_cast<ssize_t>(sizeof(o)));
         },
-        RankOptions{.limit_s = 60,
-                    .env = {{"COLL_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLL_TRANSPORTS", GetParam()}},
-                    .killed_rank = victim});
+        RankOptions{.limit_s = 60, .env = env, .killed_rank = victim});
     for (int k = 0; k < kRanks - 1; ++k) {
       Outcome o{};
       ASSERT_TRUE(read_within(pipefd[0], &o, sizeof(o))) << "trial " << trial << ": a survivor reported nothing";
@@ -127,7 +128,8 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
   EXPECT_EQ(all.size(), static_cast<size_t>(kTrials * (kRanks - 1)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, KillNine, ::testing::Values("tcp", "shm"),
+// The conformance suite's transports (support/transport_link.h).
+INSTANTIATE_TEST_SUITE_P(Transports, KillNine, ::testing::ValuesIn(kTransportsUnderTest),
                          [](const auto& info) { return std::string(info.param); });
 
 // A thousand communicators created, used and destroyed, every tenth one

@@ -209,9 +209,7 @@ TEST_P(Conformance, ThousandsOfTinyMessagesBothWays) {
   });
 }
 
-// "shm_cma": shared memory with single copy on, so messages of 256 KiB and
-// more are read with process_vm_readv ("shm" sends everything through the slots).
-INSTANTIATE_TEST_SUITE_P(Transports, Conformance, ::testing::Values("tcp", "shm", "shm_cma"),
+INSTANTIATE_TEST_SUITE_P(Transports, Conformance, ::testing::ValuesIn(kTransportsUnderTest),
                          [](const auto& info) { return std::string(info.param); });
 
 // A stranger connects to rank 0's transport port before rank 1 does: it must

@@ -8,6 +8,7 @@
 #include "bootstrap/unique_id.h"
 #include "core/error.h"
 #include "core/router.h"
+#include "support/transports.h"
 #include "transport/transport.h"
 
 #include <coll/coll.h>

@@ -1,0 +1,23 @@
+// The transports every transport-level test runs over, and how a
+// communicator is told to use only one of them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coll::testing {
+
+// Every transport the conformance suite and the fault trials run over; a
+// new transport joins both by joining this list (and make_transport and
+// transport_env below). "shm_cma": shared memory with single copy on, so
+// messages of 256 KiB and more are read with process_vm_readv.
+inline const std::vector<std::string> kTransportsUnderTest = {"tcp", "shm", "shm_cma"};
+
+// The settings that make a communicator use only that transport.
+inline std::map<std::string, std::string> transport_env(const std::string& kind) {
+  if (kind == "shm_cma") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_SINGLE_COPY", "1"}};
+  return {{"COLL_TRANSPORTS", kind}};
+}
+
+}  // namespace coll::testing
