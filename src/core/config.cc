@@ -37,6 +37,9 @@ const std::vector<Setting>& settings() {
        "shm: 1 sends messages of 64 KiB and more from coll_mem_alloc buffers as references that the "
        "receiver maps (pidfd_getfd) and reads in place; off by default, as the ring measured slower "
        "with it here (docs/PERFORMANCE.md)"},
+      {"COLL_TCP_SILENCE_MS", "int", "20000", "ms",
+       "tcp: a peer whose kernel acknowledges none of the data in flight to it for this long is gone (its "
+       "node is down or cut off): COLL_REMOTE_ERROR without waiting for COLL_TIMEOUT_MS; 0: off"},
       {"COLL_REDUCE_ISA", "string", "", "",
        "reduction kernels: portable, avx2 or avx512; unset picks the widest this CPU supports"},
       {"COLL_HOSTID", "string", "", "", "overrides this node's identity (emulated multi-node)"},

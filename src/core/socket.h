@@ -89,9 +89,10 @@ bool refuses_connections(const SockAddr& addr, int wait_ms);
 void set_nonblocking(int fd);
 void set_nodelay(int fd);
 // Keep-alive probes on an idle connection: a peer whose node is gone (power,
-// cable, kernel) is found within about 20 s, even while we only wait to
-// receive. A peer that is merely slow still answers them (its kernel does).
-void set_keepalive(int fd);
+// cable, kernel) is found within about `silence_ms` (whole seconds, at
+// least 2), even while we only wait to receive. A peer that is merely slow
+// still answers them (its kernel does).
+void set_keepalive(int fd, int64_t silence_ms = 20000);
 
 // Blocking-with-deadline transfers on a non-blocking socket. `what` names the
 // peer for error messages: a closed connection is kRemote, a deadline kTimeout.

@@ -1,12 +1,14 @@
 // Every kind of call honours the communicator's timeout, and abort ends
 // non-blocking operations too, with real processes: rank 1 joins each
-// communicator and then leaves rank 0 waiting.
+// communicator and then leaves rank 0 waiting. And a slow reader is not a
+// dead one.
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -125,6 +127,35 @@ TEST(Abort, EndsNonBlockingOperationsInFlightAndQueued) {
         coll_comm_destroy(comm);
       },
       RankOptions{.limit_s = 60});
+}
+
+// COLL_TCP_SILENCE_MS takes a peer whose kernel acknowledges nothing for
+// 2 s as gone; a peer that is alive but reads nothing for 5 s is not that:
+// its kernel acknowledges what it holds and closes its window. Rank 0's
+// 64 MiB send waits, then completes exactly. (A silent node is the
+// emulated cluster's test: ctest -L netns.)
+TEST(Silence, ASlowReaderIsNotTakenForDead) {
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_with_timeout(rank, n, id, 60000);
+        ASSERT_NE(comm, nullptr);
+        std::vector<int32_t> v(16 << 20);
+        if (rank == 0) {
+          for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i * 7);
+          const auto start = Clock::now();
+          EXPECT_EQ(coll_send(v.data(), v.size(), COLL_INT32, 1, comm, nullptr), COLL_SUCCESS)
+              << coll_get_last_error(comm);
+          std::printf("rank 0: the send waited %.0f ms for its slow reader\n", ms_since(start));
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5000));
+          EXPECT_EQ(coll_recv(v.data(), v.size(), COLL_INT32, 0, comm, nullptr), COLL_SUCCESS)
+              << coll_get_last_error(comm);
+          for (size_t i = 0; i < v.size(); i += 4099) ASSERT_EQ(v[i], static_cast<int32_t>(i * 7));
+        }
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TRANSPORTS", "tcp"}, {"COLL_TCP_SILENCE_MS", "2000"}}});
 }
 
 }  // namespace

@@ -240,6 +240,42 @@ TEST(TcpTransport, AStrangerOnTheTransportPortIsRefused) {
   });
 }
 
+// Rank 0 accepts while waiting for rank 2 only; rank 1 knocks first and
+// answers our greeting only after rank 0 has returned with rank 2. Its
+// handshake must go on (poll, the next connect), not be dropped with the
+// accept loop that started it.
+TEST(TcpTransport, AHandshakeUnderWayOutlivesTheAcceptThatStartedIt) {
+  run_ranks(3, [](int rank, int, const coll_unique_id_t& raw) {
+    auto id = bootstrap::UniqueId::decode(raw);
+    auto deadline = Deadline::after_ms(20000);
+    bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
+    if (rank == 1) {
+      const std::string address = store.get("addr/0", deadline, "rank 0");
+      net::Fd fd =
+          net::connect_to(net::SockAddr::parse(address.substr(0, address.find('|')), "rank 0"), deadline, "rank 0");
+      store.set("one-knocked", "1", deadline);
+      store.get("zero-has-two", deadline, "rank 0 to connect rank 2");
+      auth::client_handshake(fd.get(), id.secret, "tcp>0", 1, deadline, "rank 0");  // throws if dropped
+      store.get("zero-has-one", deadline, "rank 0 to take rank 1");
+      return;
+    }
+    auto t = transport::make_tcp_transport(rank, 3, id.secret);
+    store.set("addr/" + std::to_string(rank), t->local_address(), deadline);
+    std::vector<std::string> addresses = {store.get("addr/0", deadline, ""), "unused",
+                                          store.get("addr/2", deadline, "")};
+    if (rank == 2) {
+      store.get("one-knocked", deadline, "rank 1 to knock");
+      t->connect({0}, addresses, deadline);
+      store.get("zero-has-one", deadline, "rank 0 to take rank 1");
+      return;
+    }
+    t->connect({2}, addresses, deadline);
+    store.set("zero-has-two", "1", deadline);
+    t->connect({1}, addresses, deadline);
+    store.set("zero-has-one", "1", deadline);
+  });
+}
+
 // Strangers on every rank's TCP port while three ranks run collectives
 // (from their first connections on): five connections held open that say
 // nothing, then garbage, a truncated greeting, or a greeting made with the

@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -22,9 +24,9 @@ std::string check_frame(const FrameHeader& got) {
   return {};
 }
 
-Pair::Pair(int self, int peer, net::Fd fd, std::string peer_address)
+Pair::Pair(int self, int peer, net::Fd fd, std::string peer_address, int64_t silence_ms)
     : self_(self), peer_(peer), fd_(std::move(fd)), peer_address_(std::move(peer_address)) {
-  net::set_keepalive(fd_.get());
+  net::set_keepalive(fd_.get(), silence_ms > 0 ? silence_ms : 20000);
 }
 
 std::string Pair::name() const { return str_cat("rank ", peer_, " (", peer_address_, ")"); }
@@ -52,6 +54,21 @@ void Pair::lost(const char* doing, int err) {
          std::strerror(err), ")");
   fail_errno(Code::kSystem, err, str_cat("rank ", self_, ": ", name(), ": while ", doing),
              std::string(doing).rfind("send", 0) == 0 ? "sendmsg" : "recv");
+}
+
+void Pair::check_acknowledged(std::chrono::steady_clock::time_point now, int64_t silence_ms) {
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  if (!fd_.valid() || getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_unacked == 0) {
+    in_flight_since_ = {};
+    return;
+  }
+  if (in_flight_since_ == std::chrono::steady_clock::time_point{}) in_flight_since_ = now;
+  const auto watched = std::chrono::duration_cast<std::chrono::milliseconds>(now - in_flight_since_).count();
+  // Both: in flight all along, and no acknowledgement of any of it since.
+  if (watched >= silence_ms && info.tcpi_last_ack_recv >= silence_ms)
+    fail(Code::kRemote, "rank ", self_, ": ", name(), " acknowledged nothing for ", info.tcpi_last_ack_recv,
+         " ms with ", info.tcpi_unacked, " segment(s) in flight (COLL_TCP_SILENCE_MS): is its node or link down?");
 }
 
 bool Pair::progress(std::vector<RequestId>& done) {

@@ -10,6 +10,7 @@
 #include "core/socket.h"
 #include "transport/transport.h"
 
+#include <chrono>
 #include <deque>
 #include <string>
 #include <vector>
@@ -35,7 +36,9 @@ std::string check_frame(const FrameHeader& got);
 
 class Pair {
  public:
-  Pair(int self, int peer, net::Fd fd, std::string peer_address);
+  // silence_ms: COLL_TCP_SILENCE_MS, how long a peer's kernel may stay
+  // silent (keep-alives, check_acknowledged); 0 leaves keep-alives at 20 s.
+  Pair(int self, int peer, net::Fd fd, std::string peer_address, int64_t silence_ms);
 
   void post_send(RequestId id, const void* data, size_t bytes, uint64_t tag);
   void post_recv(RequestId id, void* data, size_t bytes, uint64_t tag);
@@ -45,6 +48,11 @@ class Pair {
   bool progress(std::vector<RequestId>& done);
 
   bool idle() const { return sends_.empty() && recvs_.empty(); }
+  // Fails with kRemote when the peer's kernel has acknowledged nothing of
+  // the data in flight to it for `silence_ms`, as sampled by these calls
+  // (a live peer that reads nothing still acknowledges: its window closes,
+  // nothing stays in flight). Call it now and then while waiting.
+  void check_acknowledged(std::chrono::steady_clock::time_point now, int64_t silence_ms);
   int fd() const { return fd_.get(); }
   // Closes the connection, first telling the peer `why` when the send
   // direction is between frames (see pair.cc).
@@ -79,6 +87,8 @@ class Pair {
   std::deque<Op> sends_;
   std::deque<Op> recvs_;
   uint64_t received_messages_ = 0;
+  // Since when every sample saw data in flight (none: nothing is in flight).
+  std::chrono::steady_clock::time_point in_flight_since_{};
 };
 
 }  // namespace coll::transport::tcp

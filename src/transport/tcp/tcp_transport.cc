@@ -1,5 +1,6 @@
 #include "transport/tcp/tcp_transport.h"
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -42,7 +43,11 @@ std::string describe(const std::string& address) {
 }  // namespace
 
 TcpTransport::TcpTransport(int rank, int nranks, const auth::Secret& secret, std::string host)
-    : rank_(rank), nranks_(nranks), secret_(secret), host_(std::move(host)) {
+    : rank_(rank),
+      nranks_(nranks),
+      secret_(secret),
+      host_(std::move(host)),
+      silence_ms_(config::get_int("COLL_TCP_SILENCE_MS")) {
   caps_.name = "tcp";
   caps_.latency_us = 30;
   caps_.bandwidth_gbps = 1.0;
@@ -64,7 +69,7 @@ void TcpTransport::add_pair(int peer, net::Fd fd, const std::string& address) {
   net::set_nonblocking(fd.get());
   net::set_nodelay(fd.get());
   int raw = fd.get();
-  auto p = std::make_unique<Pair>(rank_, peer, std::move(fd), address);
+  auto p = std::make_unique<Pair>(rank_, peer, std::move(fd), address, silence_ms_);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
   ev.data.fd = raw;
@@ -102,37 +107,47 @@ void TcpTransport::connect_to_lower(int peer, const std::string& address, const 
 // Accepts until every rank in `waiting` is connected. Connections are
 // greeted as they come and their answers read as they arrive, side by side:
 // a silent stranger holds only its own place, for kHandshakeSliceMs, and a
-// rank behind it in the queue gets in at once.
+// rank behind it in the queue gets in at once. A handshake still under way
+// when we return (a rank we do not wait for yet) goes on in poll().
 void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const std::vector<std::string>& addresses,
                                       const Deadline& deadline) {
+  addresses_ = addresses;
   auto missing = [&] {
     for (int p : waiting)
       if (!pairs_.count(p)) return p;
     return -1;
   };
-  std::vector<Greeted> greeted;
   while (missing() >= 0) {
-    std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
-    for (const Greeted& g : greeted) fds.push_back({g.fd.get(), POLLIN, 0});
-    int rc = ::poll(fds.data(), fds.size(), deadline.remaining_ms(100));
-    if (rc < 0 && errno != EINTR) fail_errno(Code::kSystem, errno, "tcp accept", "poll");
     if (deadline.expired())
       fail(Code::kTimeout, "rank ", rank_, ": timed out after ", deadline.budget_ms(),
            " ms (COLL_TIMEOUT_MS) waiting for rank ", missing(), " to connect");
-    if (fds[0].revents != 0) greet_newcomers(greeted);
-    for (size_t k = greeted.size(); k-- > 0;) {
-      Greeted& g = greeted[k];
-      const bool ready = k + 1 < fds.size() && fds[k + 1].revents != 0;
-      const bool silent_too_long = !ready && std::chrono::steady_clock::now() >= g.until;
-      if ((ready && hear_out(g, addresses)) || (silent_too_long && drop(g, "it said nothing in time")))
-        greeted.erase(greeted.begin() + static_cast<std::ptrdiff_t>(k));
-    }
+    hear_newcomers(deadline.remaining_ms(100), true);
+  }
+}
+
+// One look at the handshakes under way (and, with `accept`, at the
+// listener), waiting up to timeout_ms for any of them to move.
+void TcpTransport::hear_newcomers(int timeout_ms, bool accept) {
+  std::vector<pollfd> fds;
+  if (accept) fds.push_back({listener_.get(), POLLIN, 0});
+  const size_t first = fds.size();
+  for (const Greeted& g : greeted_) fds.push_back({g.fd.get(), POLLIN, 0});
+  int rc = ::poll(fds.data(), fds.size(), timeout_ms);
+  if (rc < 0 && errno != EINTR) fail_errno(Code::kSystem, errno, "tcp accept", "poll");
+  const size_t heard = greeted_.size();  // those polled; newcomers are appended after them
+  if (accept && fds[0].revents != 0) greet_newcomers();
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t k = heard; k-- > 0;) {
+    Greeted& g = greeted_[k];
+    const bool ready = fds[first + k].revents != 0;
+    if ((ready && hear_out(g)) || (!ready && now >= g.until && drop(g, "it said nothing in time")))
+      greeted_.erase(greeted_.begin() + static_cast<std::ptrdiff_t>(k));
   }
 }
 
 // Accepts whatever waits and sends each our hello (a fresh socket's buffer
 // always takes it whole).
-void TcpTransport::greet_newcomers(std::vector<Greeted>& greeted) {
+void TcpTransport::greet_newcomers() {
   for (;;) {
     Greeted g;
     socklen_t len = sizeof(g.from.storage);
@@ -147,13 +162,13 @@ void TcpTransport::greet_newcomers(std::vector<Greeted>& greeted) {
       drop(g, "it left before our greeting");
       continue;
     }
-    greeted.push_back(std::move(g));
+    greeted_.push_back(std::move(g));
   }
 }
 
 // Reads what the newcomer sent. True when it is done with: a rank that
 // proved the secret (now a pair), or a stranger dropped.
-bool TcpTransport::hear_out(Greeted& g, const std::vector<std::string>& addresses) {
+bool TcpTransport::hear_out(Greeted& g) {
   auto* into = reinterpret_cast<char*>(&g.hello) + g.got;
   ssize_t n = ::recv(g.fd.get(), into, sizeof(g.hello) - g.got, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
@@ -171,7 +186,7 @@ bool TcpTransport::hear_out(Greeted& g, const std::vector<std::string>& addresse
   } catch (const Error& e) {
     return drop(g, e.what());
   }
-  add_pair(claimed, std::move(g.fd), describe(addresses.at(static_cast<size_t>(claimed))));
+  add_pair(claimed, std::move(g.fd), describe(addresses_.at(static_cast<size_t>(claimed))));
   return true;
 }
 
@@ -207,9 +222,18 @@ void TcpTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   // arrived while no operation was posted is only seen by trying.
   size_t before = done.size();
   bool moved = false;
+  if (!greeted_.empty()) hear_newcomers(0, false);
   for (auto& [peer, p] : pairs_)
     if (!p->idle()) moved = p->progress(done) || moved;
-  if (moved || done.size() > before || timeout_ms == 0) return;
+  if (moved || done.size() > before) return;
+  // A node that is down or cut off answers nothing, not even a reset: look
+  // at what the kernel saw acknowledged, once a second while we wait.
+  const auto now = std::chrono::steady_clock::now();
+  if (silence_ms_ > 0 && now >= next_ack_check_) {
+    for (auto& [peer, p] : pairs_) p->check_acknowledged(now, silence_ms_);
+    next_ack_check_ = now + std::chrono::seconds(1);
+  }
+  if (timeout_ms == 0) return;
 
   epoll_event events[64];
   int n = epoll_wait(epoll_.get(), events, 64, timeout_ms);
@@ -227,6 +251,7 @@ std::string TcpTransport::pending_with(int peer) const {
 
 void TcpTransport::close(const Error* why) {
   for (auto& [peer, p] : pairs_) p->shutdown(why);
+  greeted_.clear();
   closed_ = true;
 }
 

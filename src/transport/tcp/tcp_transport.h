@@ -44,8 +44,9 @@ class TcpTransport final : public Transport {
   };
   void accept_from_higher(const std::vector<int>& waiting, const std::vector<std::string>& addresses,
                           const Deadline& deadline);
-  void greet_newcomers(std::vector<Greeted>& greeted);
-  bool hear_out(Greeted& g, const std::vector<std::string>& addresses);
+  void hear_newcomers(int timeout_ms, bool accept);
+  void greet_newcomers();
+  bool hear_out(Greeted& g);
   bool drop(const Greeted& g, const std::string& why);
   void add_pair(int peer, net::Fd fd, const std::string& address);
   Pair& pair(int peer, const char* doing);
@@ -54,11 +55,15 @@ class TcpTransport final : public Transport {
   int nranks_;
   auth::Secret secret_;
   std::string host_;
+  int64_t silence_ms_;  // COLL_TCP_SILENCE_MS
+  std::chrono::steady_clock::time_point next_ack_check_{};
   Capabilities caps_;
   net::SockAddr address_;
   net::Fd listener_;
   net::Fd epoll_;
   std::map<int, std::unique_ptr<Pair>> pairs_;
+  std::vector<Greeted> greeted_;        // handshakes under way
+  std::vector<std::string> addresses_;  // every rank's, from the last connect
   std::unordered_map<int, Pair*> by_fd_;
   RequestId next_request_ = 1;
   std::atomic<bool> closed_{false};  // set by abort from any thread
