@@ -14,9 +14,12 @@
 // - Not thread-safe: one communicator drives it from one thread at a time.
 // - A peer that is gone (its process exited, its node fell silent, it
 //   closed) fails what is pending with it as kRemote, within the timeout,
-//   by the transport's own means (tcp: closure and keep-alive; shm: a pidfd
-//   and the peer's flag); what the peer sent before it closed is delivered
-//   first. close(why) passes this rank's failure on to its peers.
+//   by the transport's own means, found while poll() waits (tcp: closure,
+//   keep-alives and the acknowledgement check, COLL_TCP_SILENCE_MS; shm: a
+//   pidfd and the peer's flag); what the peer sent before it closed is
+//   delivered first. close(why) passes this rank's failure on to its peers.
+//   The conformance suite and the kill -9 trials hold every transport in
+//   tests/support/transports.h to this.
 #pragma once
 
 #include "core/auth.h"
