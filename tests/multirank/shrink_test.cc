@@ -27,6 +27,26 @@ int64_t sum_of_old_ranks(coll_comm_t comm, int old_rank) {
   return x;
 }
 
+// Ranks 1 and 3, the survivors of ranks 0 and 2, shrink without naming
+// anyone: they must form a pair in their old order, with exact results,
+// well before the 20 s timeout. `what` says what was found, in messages.
+void shrink_to_ranks_1_and_3(coll_comm_t comm, int rank, const char* what) {
+  const auto start = std::chrono::steady_clock::now();
+  coll_comm_t survivors = nullptr;
+  ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(ms, 5000.0) << "rank " << rank << ": " << what << " found only by the timeout";
+  std::printf("rank %d: shrink past %s took %.1f ms\n", rank, what, ms);
+  EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+  int new_rank = -1, new_size = -1;
+  coll_comm_rank(survivors, &new_rank);
+  coll_comm_size(survivors, &new_size);
+  EXPECT_EQ(new_size, 2);
+  EXPECT_EQ(new_rank, rank == 1 ? 0 : 1);
+  EXPECT_EQ(sum_of_old_ranks(survivors, rank), 2 + 4);
+  coll_comm_destroy(survivors);
+}
+
 class ShrinkAfterDeath : public ::testing::TestWithParam<int> {};
 
 TEST_P(ShrinkAfterDeath, SurvivorsGoOnWithExactResults) {
@@ -97,21 +117,7 @@ TEST_P(ShrinkFindsTheDead, WithoutBeingToldWho) {
         if (rank == 2) _exit(0);  // gone without destroying anything
         std::vector<float> v(10000, 1.0f);
         EXPECT_NE(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
-
-        const auto start = std::chrono::steady_clock::now();
-        coll_comm_t survivors = nullptr;
-        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        EXPECT_LT(ms, 5000.0) << "rank " << rank << ": the dead were found only by the timeout";
-        std::printf("rank %d: shrink without names took %.1f ms\n", rank, ms);
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
-        int new_rank = -1, new_size = -1;
-        coll_comm_rank(survivors, &new_rank);
-        coll_comm_size(survivors, &new_size);
-        EXPECT_EQ(new_size, 2);
-        EXPECT_EQ(new_rank, rank == 1 ? 0 : 1);
-        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 2 + 4);
-        coll_comm_destroy(survivors);
+        shrink_to_ranks_1_and_3(comm, rank, "the unnamed dead");
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0, .hosts = GetParam()});
 }
@@ -137,18 +143,7 @@ TEST(Shrink, TheHostDyingWhileTheyMeetIsReplaced) {
           std::this_thread::sleep_for(std::chrono::milliseconds(500));
           raise(SIGKILL);
         }
-        const auto start = std::chrono::steady_clock::now();
-        coll_comm_t survivors = nullptr;
-        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        EXPECT_LT(ms, 5000.0) << "rank " << rank << ": the dead host was found only by the timeout";
-        std::printf("rank %d: shrink past a dying host took %.1f ms\n", rank, ms);
-        int new_size = -1;
-        coll_comm_size(survivors, &new_size);
-        EXPECT_EQ(new_size, 2);
-        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 2 + 4);
-        coll_comm_destroy(survivors);
-        coll_comm_destroy(comm);
+        shrink_to_ranks_1_and_3(comm, rank, "a dying host");
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
 }
