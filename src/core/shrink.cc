@@ -72,12 +72,11 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   }
   bootstrap::UniqueId id;
   id.secret = auth::secret_from_text(str_cat(auth::to_hex(id_.secret), "/", prefix_, "shrink", shrinks_++));
-  Deadline deadline = Deadline::after_ms(timeout_ms_);
   // The host is the lowest rank neither out nor found gone; the ones found
   // gone on the way join our exclusions. A host can still die while we
   // meet on its socket (a process being torn down answers the probe until
   // it closes its sockets): then it is found gone in turn, and the next
-  // candidate hosts.
+  // candidate hosts, with a whole timeout of its own.
   std::vector<int> mine = exclude;
   std::string members;
   for (int host = 0;; ++host) {
@@ -85,7 +84,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
     if (host == rank_ || !standby_gone(host)) {
       id.store_address = standby_addresses_[static_cast<size_t>(host)];
       try {
-        members = meet(id, host, mine, out, deadline);
+        members = meet(id, host, mine, out, Deadline::after_ms(timeout_ms_));
         break;
       } catch (const Error& e) {
         if (host == rank_ || e.code() != Code::kRemote || !standby_gone(host)) throw;

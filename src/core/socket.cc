@@ -161,11 +161,12 @@ void set_nodelay(int fd) {
 }
 
 void set_keepalive(int fd, int64_t silence_ms) {
-  // Half the silence idle, then probes that fill the other half: 20 s is
-  // 10 s idle and 5 probes 2 s apart.
-  const int silence_s = static_cast<int>(std::clamp<int64_t>(silence_ms / 1000, 2, 1 << 20));
-  int one = 1, idle_s = silence_s / 2, interval_s = std::max(1, silence_s / 10);
-  int probes = std::max(1, (silence_s - idle_s) / interval_s);
+  // Half the silence idle, then probes that fill the other half, at least
+  // 3 of them (one lost probe is not a dead peer): 20 s is 10 s idle and 5
+  // probes 2 s apart. The kernel takes at most 32767 s for either time.
+  const int silence_s = static_cast<int>(std::clamp<int64_t>(silence_ms / 1000, 2, 65534));
+  const int probes = silence_s >= 10 ? 5 : 3;
+  int one = 1, idle_s = silence_s / 2, interval_s = std::clamp((silence_s - idle_s) / probes, 1, 32767);
   if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0 ||
       setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s)) < 0 ||
       setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s)) < 0 ||

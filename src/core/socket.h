@@ -90,7 +90,8 @@ void set_nonblocking(int fd);
 void set_nodelay(int fd);
 // Keep-alive probes on an idle connection: a peer whose node is gone (power,
 // cable, kernel) is found within about `silence_ms` (whole seconds, at
-// least 2), even while we only wait to receive. A peer that is merely slow
+// least 2; at least 3 probes, so short settings take a little longer), even
+// while we only wait to receive. A peer that is merely slow
 // still answers them (its kernel does).
 void set_keepalive(int fd, int64_t silence_ms = 20000);
 

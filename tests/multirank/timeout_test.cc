@@ -158,5 +158,19 @@ TEST(Silence, ASlowReaderIsNotTakenForDead) {
       RankOptions{.limit_s = 60, .env = {{"COLL_TRANSPORTS", "tcp"}, {"COLL_TCP_SILENCE_MS", "2000"}}});
 }
 
+// Shorter than a few retransmissions, a silence would take a lost packet
+// for a dead node: refused at init, naming the setting.
+TEST(Silence, ASettingUnder2sIsRefused) {
+  run_ranks(
+      1,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = nullptr;
+        EXPECT_EQ(coll_comm_init_rank(&comm, n, id, rank), COLL_INVALID_ARGUMENT);
+        const std::string message = coll_get_last_error(nullptr);
+        EXPECT_NE(message.find("COLL_TCP_SILENCE_MS=500"), std::string::npos) << message;
+      },
+      RankOptions{.limit_s = 30, .env = {{"COLL_TRANSPORTS", "tcp"}, {"COLL_TCP_SILENCE_MS", "500"}}});
+}
+
 }  // namespace
 }  // namespace coll::testing

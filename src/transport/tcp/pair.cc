@@ -57,6 +57,10 @@ void Pair::lost(const char* doing, int err) {
 }
 
 void Pair::check_acknowledged(std::chrono::steady_clock::time_point now, int64_t silence_ms) {
+  // Samples further apart than this were not watching in between (nothing
+  // waited, e.g. compute between two operations): the watch starts again.
+  if (now - last_sample_ > std::chrono::milliseconds(1500)) in_flight_since_ = {};
+  last_sample_ = now;
   tcp_info info{};
   socklen_t len = sizeof(info);
   if (!fd_.valid() || getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_unacked == 0) {

@@ -51,7 +51,7 @@ class Pair {
   // Fails with kRemote when the peer's kernel has acknowledged nothing of
   // the data in flight to it for `silence_ms`, as sampled by these calls
   // (a live peer that reads nothing still acknowledges: its window closes,
-  // nothing stays in flight). Call it now and then while waiting.
+  // nothing stays in flight). Call it about once a second while waiting.
   void check_acknowledged(std::chrono::steady_clock::time_point now, int64_t silence_ms);
   int fd() const { return fd_.get(); }
   // Closes the connection, first telling the peer `why` when the send
@@ -89,6 +89,7 @@ class Pair {
   uint64_t received_messages_ = 0;
   // Since when every sample saw data in flight (none: nothing is in flight).
   std::chrono::steady_clock::time_point in_flight_since_{};
+  std::chrono::steady_clock::time_point last_sample_{};
 };
 
 }  // namespace coll::transport::tcp

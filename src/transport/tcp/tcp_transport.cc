@@ -27,8 +27,10 @@ namespace {
 // made for one rank cannot be replayed to another.
 std::string purpose_for(int target) { return str_cat("tcp>", target); }
 
-// How long a silent stranger may hold the accept loop per attempt.
+// How long a silent stranger may hold its place in the accept loop, and how
+// many may: a flood of them waits in the listen queue, not in our files.
 constexpr int kHandshakeSliceMs = 2000;
+constexpr size_t kMaxGreeted = 128;
 
 // An address is "<ip>:<port>", then "|<host id>" when the host is known.
 std::string socket_part(const std::string& address) { return address.substr(0, address.find('|')); }
@@ -48,6 +50,9 @@ TcpTransport::TcpTransport(int rank, int nranks, const auth::Secret& secret, std
       secret_(secret),
       host_(std::move(host)),
       silence_ms_(config::get_int("COLL_TCP_SILENCE_MS")) {
+  if (silence_ms_ < 0 || (silence_ms_ > 0 && silence_ms_ < 2000))
+    fail(Code::kInvalidArgument, "COLL_TCP_SILENCE_MS=", silence_ms_,
+         ": give 0 (off) or at least 2000 ms (a silence shorter than a few retransmissions is a lost packet)");
   caps_.name = "tcp";
   caps_.latency_us = 30;
   caps_.bandwidth_gbps = 1.0;
@@ -121,7 +126,7 @@ void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const std
     if (deadline.expired())
       fail(Code::kTimeout, "rank ", rank_, ": timed out after ", deadline.budget_ms(),
            " ms (COLL_TIMEOUT_MS) waiting for rank ", missing(), " to connect");
-    hear_newcomers(deadline.remaining_ms(100), true);
+    hear_newcomers(deadline.remaining_ms(100), greeted_.size() < kMaxGreeted);
   }
 }
 
@@ -225,7 +230,6 @@ void TcpTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   if (!greeted_.empty()) hear_newcomers(0, false);
   for (auto& [peer, p] : pairs_)
     if (!p->idle()) moved = p->progress(done) || moved;
-  if (moved || done.size() > before) return;
   // A node that is down or cut off answers nothing, not even a reset: look
   // at what the kernel saw acknowledged, once a second while we wait.
   const auto now = std::chrono::steady_clock::now();
@@ -233,7 +237,7 @@ void TcpTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
     for (auto& [peer, p] : pairs_) p->check_acknowledged(now, silence_ms_);
     next_ack_check_ = now + std::chrono::seconds(1);
   }
-  if (timeout_ms == 0) return;
+  if (moved || done.size() > before || timeout_ms == 0) return;
 
   epoll_event events[64];
   int n = epoll_wait(epoll_.get(), events, 64, timeout_ms);
