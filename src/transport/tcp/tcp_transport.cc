@@ -126,13 +126,15 @@ void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const std
     if (deadline.expired())
       fail(Code::kTimeout, "rank ", rank_, ": timed out after ", deadline.budget_ms(),
            " ms (COLL_TIMEOUT_MS) waiting for rank ", missing(), " to connect");
-    hear_newcomers(deadline.remaining_ms(100), greeted_.size() < kMaxGreeted);
+    hear_newcomers(deadline.remaining_ms(100), true);
   }
 }
 
 // One look at the handshakes under way (and, with `accept`, at the
-// listener), waiting up to timeout_ms for any of them to move.
+// listener while fewer than kMaxGreeted are), waiting up to timeout_ms for
+// any of them to move.
 void TcpTransport::hear_newcomers(int timeout_ms, bool accept) {
+  accept = accept && greeted_.size() < kMaxGreeted;
   std::vector<pollfd> fds;
   if (accept) fds.push_back({listener_.get(), POLLIN, 0});
   const size_t first = fds.size();
@@ -150,10 +152,10 @@ void TcpTransport::hear_newcomers(int timeout_ms, bool accept) {
   }
 }
 
-// Accepts whatever waits and sends each our hello (a fresh socket's buffer
-// always takes it whole).
+// Accepts what waits, up to kMaxGreeted under way, and sends each our
+// hello (a fresh socket's buffer always takes it whole).
 void TcpTransport::greet_newcomers() {
-  for (;;) {
+  while (greeted_.size() < kMaxGreeted) {
     Greeted g;
     socklen_t len = sizeof(g.from.storage);
     g.fd = net::Fd(
