@@ -93,7 +93,7 @@ void set_nodelay(int fd);
 // least 2; at least 3 probes, so short settings take a little longer), even
 // while we only wait to receive. A peer that is merely slow
 // still answers them (its kernel does).
-void set_keepalive(int fd, int64_t silence_ms = 20000);
+void set_keepalive(int fd, int64_t silence_ms);
 
 // Blocking-with-deadline transfers on a non-blocking socket. `what` names the
 // peer for error messages: a closed connection is kRemote, a deadline kTimeout.

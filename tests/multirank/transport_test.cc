@@ -220,9 +220,7 @@ TEST(TcpTransport, AStrangerOnTheTransportPortIsRefused) {
     auto deadline = Deadline::after_ms(20000);
     bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
     if (rank == 2) {
-      const std::string address = store.get("addr/0", deadline, "rank 0");
-      auto addr = net::SockAddr::parse(address.substr(0, address.find('|')), "rank 0");
-      net::Fd fd = net::connect_to(addr, deadline, "rank 0");
+      net::Fd fd = net::connect_to(tcp_socket_of(store.get("addr/0", deadline, "rank 0")), deadline, "rank 0");
       std::string junk(100, 'z');
       net::send_all(fd.get(), junk.data(), junk.size(), deadline, "rank 0");
       store.set("stranger-done", "1", deadline);
@@ -250,9 +248,7 @@ TEST(TcpTransport, AHandshakeUnderWayOutlivesTheAcceptThatStartedIt) {
     auto deadline = Deadline::after_ms(20000);
     bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
     if (rank == 1) {
-      const std::string address = store.get("addr/0", deadline, "rank 0");
-      net::Fd fd =
-          net::connect_to(net::SockAddr::parse(address.substr(0, address.find('|')), "rank 0"), deadline, "rank 0");
+      net::Fd fd = net::connect_to(tcp_socket_of(store.get("addr/0", deadline, "rank 0")), deadline, "rank 0");
       store.set("one-knocked", "1", deadline);
       store.get("zero-has-two", deadline, "rank 0 to connect rank 2");
       auth::client_handshake(fd.get(), id.secret, "tcp>0", 1, deadline, "rank 0");  // throws if dropped
@@ -309,12 +305,8 @@ TEST(TcpTransport, StrangersDuringARunChangeNothing) {
         auto deadline = Deadline::after_ms(20000);
         bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
         std::vector<net::SockAddr> ports;
-        for (int r = 0; r < 3; ++r) {
-          std::string a = store.get("addr/" + std::to_string(r), deadline, "a rank's address");
-          a = a.substr(a.find("tcp=") + 4);
-          a = a.substr(0, a.find_first_of(";|"));
-          ports.push_back(net::SockAddr::parse(a, "tcp port"));
-        }
+        for (int r = 0; r < 3; ++r)
+          ports.push_back(tcp_socket_of(store.get("addr/" + std::to_string(r), deadline, "a rank's address")));
         std::vector<net::Fd> silent;
         for (int k = 0; k < 5; ++k)  // queued ahead of the ranks: 5 x 2 s each, were they heard in turn
           for (const auto& port : ports) silent.push_back(net::connect_to(port, deadline, "a rank"));

@@ -21,6 +21,13 @@
 
 namespace coll::testing {
 
+// The TCP listening socket inside a published address: a tcp transport's
+// "ip:port|host", or a communicator's "...;tcp=ip:port|host;host=...".
+inline net::SockAddr tcp_socket_of(std::string address) {
+  if (size_t at = address.find("tcp="); at != std::string::npos) address = address.substr(at + 4);
+  return net::SockAddr::parse(address.substr(0, address.find_first_of(";|")), "tcp address");
+}
+
 struct Link {
   std::unique_ptr<bootstrap::StoreClient> store;
   std::unique_ptr<transport::Transport> transport;
