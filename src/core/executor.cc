@@ -101,11 +101,7 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
   for (size_t j = 0; j < jobs.size(); ++j)
     if (scratch_[j].size() < jobs[j].plan->schedule.scratch_bytes)
       scratch_[j].resize(jobs[j].plan->schedule.scratch_bytes);
-  if (g.max_staged_bytes > staged_bytes_) {
-    staging_.resize(kMaxStaged);
-    for (auto& buffer : staging_) buffer.resize(g.max_staged_bytes);
-    staged_bytes_ = g.max_staged_bytes;
-  }
+  staging_.resize(kMaxStaged);             // each buffer grows when a receive first needs it (below)
   if (free_slots_.size() != kMaxStaged) {  // a run that failed kept some
     free_slots_.clear();
     for (size_t i = 0; i < kMaxStaged; ++i) free_slots_.push_back(kMaxStaged - 1 - i);
@@ -162,7 +158,12 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
           if (free_slots_.empty()) break;
           slot_of_[i] = free_slots_.back();
           free_slots_.pop_back();
-          into = staging_[slot_of_[i]].data();
+          // Grown on first need only: a transport that delivers pieces never
+          // stages, and with one message per step (COLL_SHM_MAPPED) a chunk
+          // may be the whole buffer.
+          std::vector<std::byte>& staging = staging_[slot_of_[i]];
+          if (staging.size() < s.bytes) staging.resize(g.max_staged_bytes);
+          into = staging.data();
         } else {
           into = address(i, g.steps[i]->dst);
         }

@@ -122,7 +122,6 @@ class Executor {
   // schedules that ask for it. Kept between calls so that large collectives
   // do not page-fault fresh memory each time.
   std::vector<std::vector<std::byte>> staging_;
-  size_t staged_bytes_ = 0;  // each staging buffer's size
   std::vector<std::vector<std::byte>> scratch_;
 };
 
