@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <vector>
@@ -570,6 +571,18 @@ TEST(Select, AlgorithmSettingIsParsedStrictly) {
   EXPECT_THROW(tree.choose(shape), Error);
   shape.collective = Collective::kAllreduce;
   EXPECT_STREQ(tree.choose(shape).name, "tree");
+}
+
+// Mapped shared-memory messages are references: nothing to pipeline, so one
+// message per step; a tuning file still has the last word.
+TEST(Select, MappedSharedMemorySendsOneMessagePerStep) {
+  unsetenv("COLL_SHM_MAPPED");
+  EXPECT_EQ(CostModel::parse("", "t").shm.chunk_bytes, 128 << 10);
+  setenv("COLL_SHM_MAPPED", "1", 1);
+  EXPECT_EQ(CostModel::parse("", "t").shm.chunk_bytes, 1 << 30);
+  EXPECT_EQ(CostModel::parse("", "t").tcp.chunk_bytes, 512 << 10);
+  EXPECT_EQ(CostModel::parse("shm.chunk_bytes = 65536", "t").shm.chunk_bytes, 65536);
+  unsetenv("COLL_SHM_MAPPED");
 }
 
 TEST(Select, TheCostModelPicksLatencyOrBandwidthAlgorithms) {
