@@ -5,7 +5,9 @@
 # over the rounds is compared. Writes OUT/compare.csv (every measurement),
 # OUT/medians.csv, OUT/compare.png and OUT/compare.svg (busbw against size),
 # and prints the ratio table (coll's speed over each peer's: > 1 means coll
-# is faster). Every run checks every result exactly; a wrong one fails.
+# is faster) and, for 2 ranks over shared memory, how close the largest size
+# comes to the memory bound measured in the same rounds (OUT/bound.md).
+# Every run checks every result exactly; a wrong one fails.
 #
 #   scripts/compare.sh                         # np=2, 8 B .. 64 MiB, shared memory
 #   scripts/compare.sh -n 4 -r 5 -e 16M
@@ -26,8 +28,8 @@ usage: scripts/compare.sh [-n ranks] [-b min] [-e max] [-f factor] [-r rounds] [
             (a small size's time is a few microseconds: few iterations would measure one hiccup)
   -t tcp    coll with COLL_TRANSPORTS=tcp and Open MPI with --mca btl tcp,self (Gloo is always TCP)
   -p        peers: mpi, gloo (its default algorithm) or gloo:ring|ring_chunked|halving_doubling, and
-            coll-shared: coll with buffers from coll_mem_alloc (coll_perf -R 1), which ranks on the
-            node read in place, beside coll with private buffers
+            coll-shared: coll with buffers from coll_mem_alloc (coll_perf -R 1) and COLL_SHM_MAPPED=1,
+            so that ranks on the node read them in place, beside coll with private buffers
 USAGE
 }
 while getopts "n:b:e:f:r:i:w:d:t:p:o:h" opt; do
@@ -73,7 +75,7 @@ command_for() {
     coll | coll-shared)
       local env=() shared=""
       [ "$transport" = tcp ] && env=(env COLL_TRANSPORTS=tcp)
-      [ "$1" = coll-shared ] && shared="-R 1"
+      [ "$1" = coll-shared ] && shared="-R 1" && env=(env COLL_SHM_MAPPED=1 "${env[@]:1}")
       echo "${env[*]} $build/tools/collrun -n $np $build/bench/coll_perf ${sweep[*]} $shared" ;;
     mpi)
       local btl=""
@@ -88,6 +90,7 @@ libs=(coll $peers)
 for lib in "${libs[@]}"; do command_for "$lib" "${parts[0]}" >/dev/null; done
 
 csv=$out/compare.csv
+: >"$out/bound.csv"
 echo "library,ranks,transport,dtype,bytes,round,time_us,busbw_gbps,inplace_time_us,inplace_busbw_gbps" >"$csv"
 start=$(date +%s)
 total=$((rounds * ${#libs[@]}))
@@ -119,6 +122,13 @@ for ((round = 1; round <= rounds; round++)); do
       <<<"$table" >>"$csv"
     done_runs=$((done_runs + 1))
   done
+  # The memory bound of this round (docs/PERFORMANCE.md, "The bound"): a += b
+  # on as many threads as ranks, bytes read plus written per second.
+  if [ "$transport" = shm ] && [ "$np" = 2 ]; then
+    "$build/bench/micro/reduce_bench" --benchmark_format=csv \
+      --benchmark_filter='^a\+=b/float32/64M/real_time/threads:2$' 2>/dev/null |
+      awk -F, -v round="$round" '/^"a/ { printf "%s,%.2f\n", round, $6 / 1e9 }' >>"$out/bound.csv"
+  fi
 done
 printf '\rcompare: %d runs in %ds%40s\n' "$total" $(($(date +%s) - start)) "" >&2
 
@@ -159,6 +169,23 @@ awk -F, -v peers="$peers" 'NR > 1 { t[$1, $2] = $3; bw[$1, $2] = $4; if (!($2 in
       print line " |"
     }
   }' "$medians" | tee "$out/ratios.md"
+
+# How close the largest size comes to the bound: an allreduce of S bytes on
+# 2 ranks with private buffers moves at least about 4S bytes through memory,
+# so busbw (= algbw at 2 ranks) <= B/4.
+if [ -s "$out/bound.csv" ]; then
+  echo
+  awk -F, -v libs="coll $peers" 'FNR == NR { b[++n] = $2; next }
+    FNR > 1 { if ($2 + 0 >= top) top = $2 + 0; bw[$1, $2] = $4 }
+    END {
+      for (i = 2; i <= n; i++) { v = b[i]; for (j = i - 1; j >= 1 && b[j] > v; j--) b[j + 1] = b[j]; b[j + 1] = v }
+      B = n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+      printf "# bound: a += b on 2 threads %.1f GB/s (median of %d rounds), so busbw <= B/4 = %.2f GB/s\n", B, n, B / 4
+      k = split(libs, l, " ")
+      for (i = 1; i <= k; i++) if ((l[i], top) in bw)
+        printf "# %s at %d bytes: %.3f GB/s busbw, %.0f%% of the bound\n", l[i], top, bw[l[i], top], 100 * bw[l[i], top] / (B / 4)
+    }' "$out/bound.csv" "$medians" | tee "$out/bound.md"
+fi
 
 # The plot: busbw against size, one line per library, PNG and SVG.
 plot_data=$out/plot.dat
