@@ -128,6 +128,21 @@ transport::RequestId Router::post_recv(int peer, void* data, size_t bytes, uint6
   return inner * kMaxTransports + i;
 }
 
+bool Router::handle_for(const void* data, size_t bytes, transport::MemoryHandle* handle) const {
+  for (const auto& t : transports_)
+    if (t->handle_for(data, bytes, handle)) return true;
+  return false;
+}
+
+bool Router::can_access(int peer) const {
+  if (static_cast<size_t>(peer) >= route_.size() || route_[static_cast<size_t>(peer)] == kNoRoute) return false;
+  return transports_[route_[static_cast<size_t>(peer)]]->can_access(peer);
+}
+
+char* Router::access(int peer, const transport::MemoryHandle& handle, size_t bytes) {
+  return transports_[route(peer)]->access(peer, handle, bytes);
+}
+
 bool Router::delivers_pieces_from(int peer) const { return transports_[route(peer)]->delivers_pieces_from(peer); }
 
 transport::RequestId Router::post_recv_sink(int peer, size_t bytes, uint64_t tag, const transport::Sink& sink) {

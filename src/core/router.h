@@ -28,6 +28,11 @@ class Router final : public transport::Transport {
   transport::RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
   bool delivers_pieces_from(int peer) const override;
   transport::RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const transport::Sink& sink) override;
+  // One-sided access goes to the transport that serves the peer; a handle
+  // comes from the first transport that has one for the memory.
+  bool handle_for(const void* data, size_t bytes, transport::MemoryHandle* handle) const override;
+  bool can_access(int peer) const override;
+  char* access(int peer, const transport::MemoryHandle& handle, size_t bytes) override;
   void poll(std::vector<transport::RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
   void close(const Error* why) override;

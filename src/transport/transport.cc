@@ -27,4 +27,9 @@ RequestId Transport::post_recv_sink(int peer, size_t, uint64_t, const Sink&) {
        ", but this transport does not deliver pieces");
 }
 
+char* Transport::access(int peer, const MemoryHandle&, size_t) {
+  fail(Code::kInternal, capabilities().name, ": access to rank ", peer,
+       "'s memory, but this transport has no one-sided access");
+}
+
 }  // namespace coll::transport

@@ -26,6 +26,7 @@
 #include "core/deadline.h"
 #include "core/error.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,12 @@ struct Capabilities {
 };
 
 using RequestId = uint64_t;
+
+// Names a piece of this rank's registered memory (coll_mem_alloc) for peers
+// that can access it one-sidedly (Transport::access); opaque to the core.
+struct MemoryHandle {
+  std::array<unsigned char, 32> bytes{};
+};
 
 // Where a message goes when the receiver wants its pieces rather than a
 // copy (post_recv_sink): the transport calls take(*this, offset, data, bytes)
@@ -86,6 +93,17 @@ class Transport {
   // Makes progress; appends completed requests to `done`. Waits at most
   // timeout_ms for something to happen when nothing can move at once.
   virtual void poll(std::vector<RequestId>& done, int timeout_ms) = 0;
+
+  // One-sided access to registered memory (capabilities().one_sided_write),
+  // for algorithms that read their peers' buffers and write into them
+  // directly (core/direct_access.cc). handle_for: whether [data, data +
+  // bytes) is memory this transport's peers can access, and its handle.
+  virtual bool handle_for(const void* /*data*/, size_t /*bytes*/, MemoryHandle* /*handle*/) const { return false; }
+  // Whether this rank can access `peer`'s registered memory.
+  virtual bool can_access(int /*peer*/) const { return false; }
+  // `peer`'s memory named by `handle`, readable and writable here until the
+  // transport closes; kRemote when the handle names nothing of the peer's.
+  virtual char* access(int peer, const MemoryHandle& handle, size_t bytes);
 
   // A short description of what is pending with `peer`, for timeout messages.
   virtual std::string pending_with(int peer) const = 0;

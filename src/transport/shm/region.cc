@@ -100,7 +100,7 @@ PeerRegions::~PeerRegions() {
   for (const Mapping& m : maps_) munmap(m.base, m.bytes);
 }
 
-const char* PeerRegions::map(int pidfd, const RegionRef& ref, size_t bytes) {
+char* PeerRegions::map(int pidfd, const RegionRef& ref, size_t bytes, bool writable) {
   auto it = std::find_if(maps_.begin(), maps_.end(), [&](const Mapping& m) { return m.id == ref.id; });
   if (it == maps_.end()) {
     int fd = take_descriptor(pidfd, ref.fd);
@@ -116,7 +116,7 @@ const char* PeerRegions::map(int pidfd, const RegionRef& ref, size_t bytes) {
       munmap(maps_.front().base, maps_.front().bytes);
       maps_.erase(maps_.begin());
     }
-    maps_.push_back(Mapping{ref.id, static_cast<char*>(base), static_cast<size_t>(st.st_size)});
+    maps_.push_back(Mapping{ref.id, static_cast<char*>(base), static_cast<size_t>(st.st_size), false});
     it = std::prev(maps_.end());
   } else if (std::next(it) != maps_.end()) {
     std::rotate(it, std::next(it), maps_.end());  // now the most recently used
@@ -124,6 +124,13 @@ const char* PeerRegions::map(int pidfd, const RegionRef& ref, size_t bytes) {
   }
   if (ref.offset > it->bytes || bytes > it->bytes - ref.offset)
     fail(Code::kRemote, bytes, " bytes announced at offset ", ref.offset, " of a ", it->bytes, "-byte buffer");
+  // The descriptor was the owner's, opened for writing (memfd_create), so the
+  // shared mapping may be made writable in place.
+  if (writable && !it->writable) {
+    if (mprotect(it->base, it->bytes, PROT_READ | PROT_WRITE) != 0)
+      fail_errno(Code::kSystem, errno, "making a mapped buffer writable", "mprotect");
+    it->writable = true;
+  }
   return it->base + ref.offset;
 }
 

@@ -53,7 +53,10 @@ class PeerRegions {
   // The peer's bytes at `ref`, mapping its region on first use through the
   // peer's pidfd; `bytes` must lie inside it. kRemote when the descriptor
   // cannot be taken or is not the region announced (the caller names the peer).
-  const char* map(int pidfd, const RegionRef& ref, size_t bytes);
+  // Read-only unless `writable` (one-sided access, core/direct_access.cc):
+  // a region is made writable only when it is written, so that /proc/self/maps
+  // tells the two uses apart.
+  char* map(int pidfd, const RegionRef& ref, size_t bytes, bool writable = false);
 
   static constexpr size_t kMaxMappings = 32;
 
@@ -62,6 +65,7 @@ class PeerRegions {
     uint64_t id;
     char* base;
     size_t bytes;
+    bool writable;
   };
   std::vector<Mapping> maps_;  // most recently used last
 };

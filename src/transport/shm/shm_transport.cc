@@ -83,6 +83,7 @@ ShmTransport::ShmTransport(int rank, int nranks, const std::string& job_tag, con
   caps_.name = "shm";
   caps_.same_host_only = true;
   caps_.delivers_pieces = true;
+  caps_.one_sided_write = true;  // coll_mem_alloc buffers, where the peer allows mapping (can_access)
   caps_.latency_us = 2;
   caps_.bandwidth_gbps = 5;
   probe_word_ = 0x5ca1ab1e00000000ull | static_cast<uint64_t>(getpid());
@@ -144,6 +145,7 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     const bool can_map = mapping_allowed && theirs.probe_fd >= 0 &&
                          can_take_descriptor(p.pidfd.get(), theirs.probe_fd, theirs.probe_inode, &why);
     p.in_ring->map_ok.store(can_map ? 1 : 0, std::memory_order_release);
+    p.can_map = can_map;
     if (!can_map)
       log::info(log::kNet, "shm: rank ", rank_, " cannot map rank ", r, "'s buffers (", why,
                 "): its messages go through the slots");
@@ -354,12 +356,35 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
 
 // The peer's bytes at `ref`. Its name is built only when mapping fails: a
 // string per message would cost more than the message's bookkeeping.
-const char* ShmTransport::map_region(Peer& p, const RegionRef& ref, size_t bytes) {
+char* ShmTransport::map_region(Peer& p, const RegionRef& ref, size_t bytes, bool writable) {
   try {
-    return p.regions.map(p.pidfd.get(), ref, bytes);
+    return p.regions.map(p.pidfd.get(), ref, bytes, writable);
   } catch (const Error& e) {
-    fail(e.code(), "shm: rank ", rank_, " reading ", name(p), "'s buffer: ", e.what());
+    fail(e.code(), "shm: rank ", rank_, writable ? " accessing " : " reading ", name(p), "'s buffer: ", e.what());
   }
+}
+
+static_assert(sizeof(RegionRef) <= sizeof(MemoryHandle::bytes), "a region reference fits a memory handle");
+
+bool ShmTransport::handle_for(const void* data, size_t bytes, MemoryHandle* handle) const {
+  RegionRef ref{};
+  if (!find_region(data, bytes, &ref)) return false;
+  *handle = MemoryHandle{};
+  std::memcpy(handle->bytes.data(), &ref, sizeof(ref));
+  return true;
+}
+
+bool ShmTransport::can_access(int rank) const {
+  if (closed_ || !set_up_ || rank < 0 || rank >= nranks_ || peer_index_[static_cast<size_t>(rank)] < 0) return false;
+  return peers_[static_cast<size_t>(peer_index_[static_cast<size_t>(rank)])].can_map;
+}
+
+char* ShmTransport::access(int rank, const MemoryHandle& handle, size_t bytes) {
+  Peer& p = peer(rank, "accesses the memory of");
+  if (!p.can_map) fail(Code::kInternal, "shm: rank ", rank_, " may not map ", name(p), "'s buffers");
+  RegionRef ref{};
+  std::memcpy(&ref, handle.bytes.data(), sizeof(ref));
+  return map_region(p, ref, bytes, /*writable=*/true);
 }
 
 bool ShmTransport::progress(std::vector<RequestId>& done) {

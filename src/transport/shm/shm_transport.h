@@ -10,6 +10,8 @@
 // With COLL_SHM_MAPPED=1, a message of at least kMappedBytes sent from a
 // coll_mem_alloc buffer travels as a reference into it, which the receiver
 // maps once and reads in place (region.h): one copy, without the kernel.
+// The same mappings give one-sided access (Transport::access) to the peers'
+// coll_mem_alloc buffers.
 //
 // Segments are unlinked as soon as every local rank has mapped them, so
 // nothing is left in /dev/shm even after kill -9. Waiting spins briefly,
@@ -63,6 +65,9 @@ class ShmTransport final : public Transport {
   RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
   RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
   RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const Sink& sink) override;
+  bool handle_for(const void* data, size_t bytes, MemoryHandle* handle) const override;
+  bool can_access(int peer) const override;
+  char* access(int peer, const MemoryHandle& handle, size_t bytes) override;
   void poll(std::vector<RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
   void close(const Error* why) override;
@@ -98,6 +103,7 @@ class ShmTransport final : public Transport {
     Fifo<Op> sends, recvs, awaiting_ack;
     uint64_t single_copies_sent = 0;  // and references sent: the peer acknowledges both alike
     PeerRegions regions;              // its coll_mem_alloc buffers that we have mapped
+    bool can_map = false;             // whether we may (COLL_SHM_MAPPED=1 and the init-time probe)
     // The consumer's tail as last read. Reading the real one costs a cache
     // miss (the consumer writes it), so it is re-read only when the ring
     // looks full.
@@ -107,7 +113,7 @@ class ShmTransport final : public Transport {
   void setup(const std::vector<std::string>& addresses, const Deadline& deadline);
   RequestId post_recv_op(Peer& p, const Op& op);
   bool progress(std::vector<RequestId>& done);
-  const char* map_region(Peer& p, const RegionRef& ref, size_t bytes);
+  char* map_region(Peer& p, const RegionRef& ref, size_t bytes, bool writable = false);
   bool progress_sends(Peer& p, std::vector<RequestId>& done);
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
   void ring_bell(SegmentHeader& h);
