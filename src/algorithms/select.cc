@@ -209,6 +209,8 @@ Selector::Selector(const std::string& setting, CostModel model) : setting_(setti
   }
 }
 
+bool Selector::fixed(Collective c) const { return named_.count(c) > 0 || (!all_.empty() && has(c, all_)); }
+
 const Algorithm& Selector::choose(const CollShape& shape) {
   std::string wanted = named_.count(shape.collective) ? named_[shape.collective] : all_;
   // Point-to-point and barrier have one way each; a global name does not apply to them.

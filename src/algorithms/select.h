@@ -54,6 +54,9 @@ class Selector {
   // (collective, power-of-two size bucket).
   const Algorithm& choose(const CollShape& shape);
 
+  // Whether COLL_ALGO names the algorithm of this collective.
+  bool fixed(Collective c) const;
+
   const CostModel& model() const { return model_; }
   // The parameters of the link class set above ("tcp" until then).
   const LinkModel& link() const { return model_.link(link_class_); }

@@ -80,7 +80,15 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     standby_addresses_[static_cast<size_t>(r)] = both.substr(cut + 1);
   }
 
-  if (nranks_ > 1) selector_->set_link_class(transport_->slowest_for(addresses_));
+  const std::string link_class = nranks_ > 1 ? transport_->slowest_for(addresses_) : "";
+  if (nranks_ > 1) selector_->set_link_class(link_class);
+  if (link_class == "shm" && config::get_bool("COLL_SHM_MAPPED")) {  // direct_access.cc
+    const int64_t direct = config::get_int("COLL_SHM_DIRECT_BYTES"), stream = config::get_int("COLL_SHM_STREAM_BYTES");
+    if (direct < 0) fail(Code::kInvalidArgument, "COLL_SHM_DIRECT_BYTES=", direct, " must not be negative");
+    if (stream < 0) fail(Code::kInvalidArgument, "COLL_SHM_STREAM_BYTES=", stream, " must not be negative");
+    direct_bytes_ = static_cast<size_t>(direct);
+    stream_bytes_ = static_cast<size_t>(stream);
+  }
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
   nodes_ = ranks_by_node(addresses_);
   if (config::get_bool("COLL_TOPO_AWARE")) {
@@ -199,7 +207,10 @@ void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& job
   jobs.clear();
   for (const OpRequest& op : ops)
     jobs.push_back(Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective), op.count,
-                       op.root, signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits()});
+                       op.root, signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
+                       op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr &&
+                           op.count * reduce::datatype_size(op.dtype) >= direct_bytes_ &&
+                           !selector_->fixed(algo::Collective::kAllreduce)});
 }
 
 void Communicator::execute(std::vector<Job>& jobs) {
@@ -234,6 +245,10 @@ void Communicator::execute(std::vector<Job>& jobs) {
              steps, " steps");
   try {
     Deadline deadline = Deadline::after_ms(timeout_ms_, &aborted_);
+    if (jobs.size() == 1 && first.direct_access && direct_access(first, deadline, record)) {
+      recorder_->end(record, nullptr);
+      return;
+    }
     if (jobs.size() == 1) {
       transport_->connect(first.plan->peers, addresses_, deadline);
     } else {

@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <compare>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -118,6 +119,12 @@ class Communicator {
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
   void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs);
   void execute(std::vector<Job>& jobs);
+  // direct_access.cc: the allreduce through every rank's registered buffers;
+  // false (having written nothing) when some rank's buffers are not
+  // registered, and the plan must run. run_inside runs an operation of the
+  // library's own inside the caller's.
+  bool direct_access(const Job& job, const Deadline& deadline, OpRecord& record);
+  void run_inside(const OpRequest& op, const Deadline& deadline, OpRecord& record);
   // Records the first failure, then closes the connections (once).
   void failed(const Error& e);
   void close_if_idle();
@@ -136,6 +143,11 @@ class Communicator {
   bootstrap::UniqueId id_;
   int64_t timeout_ms_;
   size_t chunk_bytes_ = 0;  // COLL_CHUNK_BYTES, or the link class's once the peers are known
+  // The direct-access allreduce from this many bytes (COLL_SHM_DIRECT_BYTES,
+  // with COLL_SHM_MAPPED=1 on one node; SIZE_MAX: never), and its
+  // non-temporal stores from this many (COLL_SHM_STREAM_BYTES).
+  size_t direct_bytes_ = SIZE_MAX;
+  size_t stream_bytes_ = SIZE_MAX;
   std::unique_ptr<algo::Selector> selector_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;
@@ -155,7 +167,8 @@ class Communicator {
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;
-  std::vector<Job> jobs_;  // the blocking path's, reused
+  std::vector<Job> jobs_;    // the blocking path's, reused
+  std::vector<Job> inside_;  // run_inside's, reused
   ChannelCounters counters_;
   uint64_t seq_ = 0;
   int splits_ = 0;

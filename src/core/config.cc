@@ -37,6 +37,12 @@ const std::vector<Setting>& settings() {
        "shm: 1 sends messages of 64 KiB and more from coll_mem_alloc buffers as references that the "
        "receiver maps (pidfd_getfd) and reads in place; off by default, as the ring measured slower "
        "with it here (docs/PERFORMANCE.md)"},
+      {"COLL_SHM_DIRECT_BYTES", "int", "8K", "bytes",
+       "with COLL_SHM_MAPPED=1 on one node: an allreduce of at least this size whose buffers on every rank "
+       "come from coll_mem_alloc runs the direct-access allreduce (each rank reduces its slice from every "
+       "input into every output); unless COLL_ALGO names an allreduce algorithm"},
+      {"COLL_SHM_STREAM_BYTES", "int", "1M", "bytes",
+       "the direct-access allreduce writes with non-temporal stores (past the caches) from this size"},
       {"COLL_TCP_SILENCE_MS", "int", "20000", "ms",
        "tcp: a peer whose kernel acknowledges none of the data in flight to it for this long is gone (its "
        "node is down or cut off): COLL_REMOTE_ERROR without waiting for COLL_TIMEOUT_MS; 0: off"},

@@ -69,7 +69,8 @@ struct Job {
   const char* what = "";  // "allreduce", for messages
   size_t count = 0;       // as the caller gave it, for the flight recorder
   int root = 0;
-  uint64_t signature = 0;  // OpSignature::bits(): in every message's tag
+  uint64_t signature = 0;      // OpSignature::bits(): in every message's tag
+  bool direct_access = false;  // an allreduce that core/direct_access.cc may run, if every rank's buffers allow
 };
 
 // Message counters per peer rank and direction. Both ends of a pair count

@@ -75,6 +75,16 @@ FlightRecorder::~FlightRecorder() {
   registry().erase(this);
 }
 
+void FlightRecorder::set_algorithm(OpRecord& r, const std::string& algorithm) {
+  for (size_t w = 0; w < r.algorithm.size(); ++w) {
+    uint64_t word = 0;
+    if (w * 8 < algorithm.size())
+      std::memcpy(&word, algorithm.data() + w * 8, std::min<size_t>(8, algorithm.size() - w * 8));
+    if (w + 1 == r.algorithm.size()) word &= ~(uint64_t{0xff} << 56);  // always NUL-terminated
+    r.algorithm[w].store(word, std::memory_order_relaxed);
+  }
+}
+
 OpRecord& FlightRecorder::begin(uint64_t seq, const char* collective, size_t count, int dtype, int op, int root,
                                 uint32_t jobs, uint32_t steps, const std::string& algorithm) {
   constexpr auto relaxed = std::memory_order_relaxed;
@@ -92,13 +102,7 @@ OpRecord& FlightRecorder::begin(uint64_t seq, const char* collective, size_t cou
   r.steps_done.store(0, relaxed);
   r.start_us.store(now_us(), relaxed);
   r.end_us.store(0, relaxed);
-  for (size_t w = 0; w < r.algorithm.size(); ++w) {
-    uint64_t word = 0;
-    if (w * 8 < algorithm.size())
-      std::memcpy(&word, algorithm.data() + w * 8, std::min<size_t>(8, algorithm.size() - w * 8));
-    if (w + 1 == r.algorithm.size()) word &= ~(uint64_t{0xff} << 56);  // always NUL-terminated
-    r.algorithm[w].store(word, relaxed);
-  }
+  set_algorithm(r, algorithm);
   if (r.waiting_on[0] != '\0' || r.error[0] != '\0') {  // left by an earlier operation in this slot
     std::lock_guard<std::mutex> lock(mutex_);
     r.waiting_on[0] = '\0';

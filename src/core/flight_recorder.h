@@ -54,6 +54,9 @@ class FlightRecorder {
 
   OpRecord& begin(uint64_t seq, const char* collective, size_t count, int dtype, int op, int root, uint32_t jobs,
                   uint32_t steps, const std::string& algorithm);
+  // The algorithm an operation turned out to run, when it was chosen after
+  // begin (core/direct_access.cc).
+  void set_algorithm(OpRecord& r, const std::string& algorithm);
   // Whom a wait that outlived the first poll is on.
   void waiting_on(OpRecord& r, const std::string& peers);
   void end(OpRecord& r, const char* error);

@@ -1,0 +1,118 @@
+// The direct-access allreduce (core/direct_access.cc): with COLL_SHM_MAPPED=1
+// and every rank's buffers from coll_mem_alloc, each rank reduces its slice
+// from every input into every output. Exact for every datatype, op, count
+// (0, 1, primes, several MiB) and rank count, in place and not, with and
+// without non-temporal stores; proof that it ran (each rank maps its peers'
+// buffers writable, which /proc/self/maps shows); and the fall back to the
+// plan, still exact and writing nothing of a peer's, when one rank's buffer
+// is private memory.
+#include "support/multirank.h"
+#include "support/shared_buffers.h"
+
+#include <coll/coll.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+
+namespace coll::testing {
+namespace {
+
+const coll_datatype_t kTypes[] = {COLL_INT8,     COLL_UINT32,  COLL_INT64,  COLL_FLOAT16,
+                                  COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
+const coll_redop_t kOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
+// 0 and 1, a prime under one 64-byte line per rank, primes across the 8 KiB
+// block, and 1 MiB-and-more of float32 for the non-temporal stores.
+const size_t kCounts[] = {0, 1, 13, 7919, 65537};
+constexpr size_t kLarge = 1048583;
+
+// Ranks, and COLL_SHM_STREAM_BYTES ("0": every output that is not its
+// rank's input is written with non-temporal stores; "1G": none is).
+using RanksStream = std::tuple<int, std::string>;
+class DirectAccess : public ::testing::TestWithParam<RanksStream> {};
+
+TEST_P(DirectAccess, ExactForEveryTypeOpAndCount) {
+  const int nranks = std::get<0>(GetParam());
+  RankOptions options{.limit_s = 400,
+                      .env = {{"COLL_TIMEOUT_MS", "120000"},
+                              {"COLL_SHM_MAPPED", "1"},
+                              {"COLL_SHM_DIRECT_BYTES", "0"},
+                              {"COLL_SHM_STREAM_BYTES", std::get<1>(GetParam())}}};
+  run_ranks(
+      nranks,
+      [&](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        ASSERT_EQ(coll_mem_mappings("rw"), 0);
+        bool ok = true;
+        for (size_t count : kCounts)
+          for (coll_datatype_t t : kTypes)
+            for (coll_redop_t op : kOps)
+              for (bool in_place : {false, true})
+                ok = ok && allreduce_case(comm, rank, n, t, op, count, in_place, true);
+        for (bool in_place : {false, true}) {
+          ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, kLarge, in_place, true);
+          ok = ok && allreduce_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, kLarge, in_place, true);
+          ok = ok && allreduce_case(comm, rank, n, COLL_INT8, COLL_MAX, kLarge, in_place, true);
+        }
+        // Every buffer above is freed again: what is mapped writable now is
+        // peers' memory this rank wrote into.
+        if (ok) EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << " wrote into no peer's buffer";
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      options);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DirectAccess,
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Values("0", "1G")),
+                         [](const ::testing::TestParamInfo<RanksStream>& info) {
+                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
+                                  (std::get<1>(info.param) == "0" ? "streaming" : "cached");
+                         });
+
+// One rank's input is private memory: every rank learns it from the offers
+// and runs the plan instead, exact, and no rank writes into a peer's buffer.
+// Then all buffers are shared again, and the direct path runs.
+TEST(DirectAccess, OnePrivateBufferSendsEveryRankToThePlan) {
+  RankOptions options{.env = {{"COLL_SHM_MAPPED", "1"}}};
+  run_ranks(
+      3,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        for (bool in_place : {false, true})
+          EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, in_place, rank != 1));
+        EXPECT_EQ(coll_mem_mappings("rw"), 0) << "rank " << rank << " wrote into a peer's buffer";
+        EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, false, true));
+        EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << " did not take the direct path";
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      options);
+}
+
+// Below COLL_SHM_DIRECT_BYTES, and when COLL_ALGO names an allreduce
+// algorithm, the plan runs.
+TEST(DirectAccess, SmallOrNamedAlgorithmRunsThePlan) {
+  for (const char* algo : {"", "ring"}) {
+    RankOptions options{.env = {{"COLL_SHM_MAPPED", "1"}, {"COLL_SHM_DIRECT_BYTES", "64K"}, {"COLL_ALGO", algo}}};
+    run_ranks(
+        2,
+        [&](int rank, int n, const coll_unique_id_t& id) {
+          coll_comm_t comm = init_or_die(rank, n, id);
+          ASSERT_NE(comm, nullptr);
+          EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_INT32, COLL_SUM, 16383, false, true));  // 64 KiB - 4
+          EXPECT_EQ(coll_mem_mappings("rw"), 0) << "rank " << rank << ": below the threshold";
+          EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_INT32, COLL_SUM, 16384, false, true));
+          if (std::string(algo).empty())
+            EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << ": at the threshold";
+          else
+            EXPECT_EQ(coll_mem_mappings("rw"), 0) << "rank " << rank << ": COLL_ALGO=" << algo;
+          EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+        },
+        options);
+  }
+}
+
+}  // namespace
+}  // namespace coll::testing
