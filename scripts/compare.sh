@@ -149,26 +149,40 @@ awk -F, 'NR > 1 {
       printf "%s,%.2f,%.3f,%.2f,%.3f\n", key, median(t, key, c), median(b, key, c), median(ti, key, c), median(bi, key, c) }
   }' "$csv" >"$medians"
 
-# The ratio table: for each size, coll's median time and busbw, each peer's,
-# and coll's speed over the peer's (peer time / coll time), out of place.
-echo
-echo "# $np ranks, $dtype sum, transport $transport, median of $rounds rounds, $(date -u +%Y-%m-%d)"
-awk -F, -v peers="$peers" 'NR > 1 { t[$1, $2] = $3; bw[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; sizes[++ns] = $2 } }
+# The ratio table: for each size, BASE's median time and busbw, each other
+# library's, and BASE's speed over it (its time / BASE's time), out of
+# place. coll is the base; with coll-shared among the peers, a second table
+# takes coll-shared as the base.
+ratio_table() {
+  awk -F, -v base="$1" -v peers="$2" 'NR > 1 { t[$1, $2] = $3; bw[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; sizes[++ns] = $2 } }
   function human(b) { return b >= 1048576 ? b / 1048576 "M" : b >= 1024 ? b / 1024 "K" : b }
   END {
     np = split(peers, p, " ")
-    header = "| size | coll us | coll busbw"; rule = "|---:|---:|---:"
-    for (i = 1; i <= np; i++) { header = header " | " p[i] " us | " p[i] " busbw | coll / " p[i]; rule = rule "|---:|---:|---:" }
+    header = "| size | " base " us | " base " busbw"; rule = "|---:|---:|---:"
+    for (i = 1; i <= np; i++) { header = header " | " p[i] " us | " p[i] " busbw | " base " / " p[i]; rule = rule "|---:|---:|---:" }
     print header " |"; print rule "|"
     for (s = 1; s <= ns; s++) { z = sizes[s]
-      line = sprintf("| %s | %.2f | %.3f", human(z), t["coll", z], bw["coll", z])
+      line = sprintf("| %s | %.2f | %.3f", human(z), t[base, z], bw[base, z])
       for (i = 1; i <= np; i++) {
         pt = t[p[i], z]
-        line = line sprintf(" | %.2f | %.3f | %s", pt, bw[p[i], z], (pt > 0 && t["coll", z] > 0) ? sprintf("%.2fx", pt / t["coll", z]) : "-")
+        line = line sprintf(" | %.2f | %.3f | %s", pt, bw[p[i], z], (pt > 0 && t[base, z] > 0) ? sprintf("%.2fx", pt / t[base, z]) : "-")
       }
       print line " |"
     }
-  }' "$medians" | tee "$out/ratios.md"
+  }' "$medians"
+}
+echo
+echo "# $np ranks, $dtype sum, transport $transport, median of $rounds rounds, $(date -u +%Y-%m-%d)"
+{
+  ratio_table coll "$peers"
+  if [[ " $peers " == *" coll-shared "* ]]; then
+    others=$(tr ' ' '\n' <<<"$peers" | grep -vx coll-shared | tr '\n' ' ')
+    if [ -n "${others// /}" ]; then
+      echo
+      ratio_table coll-shared "$others"
+    fi
+  fi
+} | tee "$out/ratios.md"
 
 # How close the largest size comes to the bound: an allreduce of S bytes on
 # 2 ranks with private buffers moves at least about 4S bytes through memory,
