@@ -4,12 +4,16 @@
 //   barrier (dissemination; Hensgen, Finkel & Manber 1988): in round k =
 //     0, 1, ... while 2^k < n, send an empty message to rank r + 2^k and wait
 //     for one from rank r - 2^k. After ceil(log2 n) rounds every rank has
-//     heard, transitively, from every other.
+//     heard, transitively, from every other — provided a round's message
+//     leaves only after every earlier round's has arrived: it carries all
+//     that the rank has heard so far, not only the last round's news.
 //
 // Cost: send/recv alpha + S beta; barrier ceil(log2 n) alpha.
 #include "algorithms/algorithms.h"
 #include "algorithms/builder.h"
 #include "algorithms/partition.h"
+
+#include <vector>
 
 namespace coll::algo {
 
@@ -28,11 +32,11 @@ Schedule p2p_recv(const CollShape& shape) {
 Schedule dissemination_barrier(const CollShape& shape) {
   const int n = shape.nranks, r = shape.rank;
   ScheduleBuilder b("dissemination", 1, std::nullopt);
-  int64_t previous = -1;
+  std::vector<uint32_t> heard;  // the receives of the rounds so far
   for (int d = 1; d < n; d *= 2) {
     uint32_t sent = b.send(wrap(r + d, n), {}, 0);
-    if (previous >= 0) b.order(static_cast<uint32_t>(previous), sent);
-    previous = b.recv(wrap(r - d, n), {}, 0);
+    for (uint32_t earlier : heard) b.order(earlier, sent);
+    heard.push_back(b.recv(wrap(r - d, n), {}, 0));
   }
   return b.finish();
 }

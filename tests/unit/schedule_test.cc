@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <map>
@@ -445,6 +446,44 @@ TEST(Schedules, BarrierAndPointToPointPairUp) {
   ASSERT_EQ(send.steps.size(), 1u);
   EXPECT_EQ(send.steps[0].peer, 1);
   EXPECT_EQ(send.steps[0].bytes, 20u);
+}
+
+// What a barrier is for: no rank leaves before every rank has arrived. A
+// step's knowledge is the set of ranks whose arrival happens before it: its
+// own rank's, its dependencies', and for a receive its matching send's. At
+// the end of its schedule, every rank must know of every rank.
+TEST(Schedules, TheBarrierLetsNoRankLeaveBeforeAllArrived) {
+  for (int n = 1; n <= 17; ++n) {
+    std::vector<Schedule> s;
+    for (int r = 0; r < n; ++r) s.push_back(dissemination_barrier({Collective::kBarrier, r, n}));
+    std::vector<std::vector<uint64_t>> know(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) know[static_cast<size_t>(r)].assign(s[static_cast<size_t>(r)].steps.size(), 1ull << r);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int r = 0; r < n; ++r) {
+        const Schedule& mine = s[static_cast<size_t>(r)];
+        for (uint32_t i = 0; i < mine.steps.size(); ++i) {
+          const Step& st = mine.steps[i];
+          uint64_t k = know[static_cast<size_t>(r)][i];
+          for (uint32_t d : st.deps) k |= know[static_cast<size_t>(r)][d];
+          if (st.kind == OpKind::kRecv) {
+            const std::vector<uint32_t> recvs = channel(mine, false, st.peer);
+            const std::vector<uint32_t> sends = channel(s[static_cast<size_t>(st.peer)], true, r);
+            const size_t nth = static_cast<size_t>(std::find(recvs.begin(), recvs.end(), i) - recvs.begin());
+            ASSERT_LT(nth, sends.size()) << "n=" << n << " rank " << r;
+            k |= know[static_cast<size_t>(st.peer)][sends[nth]];
+          }
+          if (k != know[static_cast<size_t>(r)][i]) know[static_cast<size_t>(r)][i] = k, changed = true;
+        }
+      }
+    }
+    const uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
+    for (int r = 0; r < n; ++r) {
+      uint64_t at_exit = 1ull << r;
+      for (uint64_t k : know[static_cast<size_t>(r)]) at_exit |= k;
+      EXPECT_EQ(at_exit, all) << "n=" << n << ": rank " << r << " leaves knowing only of ranks (bits) " << at_exit;
+    }
+  }
 }
 
 TEST(Schedules, ShapeOfTheRing) {
