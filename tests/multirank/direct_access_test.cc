@@ -65,7 +65,7 @@ TEST_P(DirectAccess, ExactForEveryTypeOpAndCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DirectAccess,
-                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Values("0", "1G")),
+                         ::testing::Combine(::testing::Values(2, 3, 4, 8), ::testing::Values("0", "1G")),
                          [](const ::testing::TestParamInfo<RanksStream>& info) {
                            return std::to_string(std::get<0>(info.param)) + "ranks_" +
                                   (std::get<1>(info.param) == "0" ? "streaming" : "cached");
