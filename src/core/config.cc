@@ -34,9 +34,9 @@ const std::vector<Setting>& settings() {
        "shm: 1 lets receivers read messages of 256 KiB and more straight from the sender (process_vm_readv); "
        "off by default, as it measured 2x slower than the slots here"},
       {"COLL_SHM_MAPPED", "bool", "0", "",
-       "shm: 1 sends messages of 64 KiB and more from coll_mem_alloc buffers as references that the "
-       "receiver maps (pidfd_getfd) and reads in place; off by default, as the ring measured slower "
-       "with it here (docs/PERFORMANCE.md)"},
+       "shm, for coll_mem_alloc buffers (set it alike on every rank): 1 turns on the direct-access allreduce "
+       "and sends messages of 64 KiB and more from such buffers as references that the receiver maps "
+       "(pidfd_getfd) and reads in place, one message per step (docs/PERFORMANCE.md)"},
       {"COLL_SHM_DIRECT_BYTES", "int", "8K", "bytes",
        "with COLL_SHM_MAPPED=1 on one node: an allreduce of at least this size whose buffers on every rank "
        "come from coll_mem_alloc runs the direct-access allreduce (each rank reduces its slice from every "
