@@ -19,12 +19,6 @@ CostModel defaults() {
   CostModel m;
   m.tcp = LinkModel{15.0, 0.63, 0.1, 512 << 10};
   m.shm = LinkModel{2.7, 0.29, 0.1, 128 << 10};
-  // With COLL_SHM_MAPPED a large message from a coll_mem_alloc buffer travels
-  // as a reference: nothing is copied, so pipelining overlaps nothing, while
-  // every reference waits for its reader. One message per step (the largest
-  // chunk) measured faster at every size from 256 KiB, 1.5-2.5x at 64 MiB
-  // (docs/PERFORMANCE.md, "Shared buffers").
-  if (config::get_bool("COLL_SHM_MAPPED")) m.shm.chunk_bytes = 1 << 30;
   return m;
 }
 

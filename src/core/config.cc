@@ -36,7 +36,7 @@ const std::vector<Setting>& settings() {
       {"COLL_SHM_MAPPED", "bool", "0", "",
        "shm, for coll_mem_alloc buffers (set it alike on every rank): 1 turns on the direct-access allreduce "
        "and sends messages of 64 KiB and more from such buffers as references that the receiver maps "
-       "(pidfd_getfd) and reads in place, one message per step (docs/PERFORMANCE.md)"},
+       "(pidfd_getfd) and reads in place (docs/PERFORMANCE.md)"},
       {"COLL_SHM_DIRECT_BYTES", "int", "8K", "bytes",
        "with COLL_SHM_MAPPED=1 on one node: an allreduce of at least this size whose buffers on every rank "
        "come from coll_mem_alloc runs the direct-access allreduce (each rank reduces its slice from every "

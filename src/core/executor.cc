@@ -158,9 +158,8 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
           if (free_slots_.empty()) break;
           slot_of_[i] = free_slots_.back();
           free_slots_.pop_back();
-          // Grown on first need only: a transport that delivers pieces never
-          // stages, and with one message per step (COLL_SHM_MAPPED) a chunk
-          // may be the whole buffer.
+          // Grown on first need only: a transport that delivers pieces
+          // never stages.
           std::vector<std::byte>& staging = staging_[slot_of_[i]];
           if (staging.size() < s.bytes) staging.resize(g.max_staged_bytes);
           into = staging.data();
