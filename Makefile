@@ -51,10 +51,11 @@ sanitize: sanitize-build
 # ThreadSanitizer (clang) over the tests whose ranks run threads: the
 # bootstrap store's server, async operations and their worker, abort and
 # async errors from other threads, the flight recorder's signal dumps,
-# shrink, abort of non-blocking operations. (fault_test is left out: its time bounds and thread counts are for
+# shrink, abort of non-blocking operations, the direct-access allreduce
+# (non-blocking ones run on the worker). (fault_test is left out: its time bounds and thread counts are for
 # uninstrumented builds; ASan runs it.)
 TSAN_DIR ?= build-tsan
-TSAN_TESTS = unit_tests api_test p2p_async_test bootstrap_test failure_test shrink_test timeout_test
+TSAN_TESTS = unit_tests api_test p2p_async_test bootstrap_test failure_test shrink_test timeout_test direct_access_test
 tsan: deps
 	scripts/install-deps.sh clang libclang-rt-14-dev
 	cmake --preset tsan

@@ -50,6 +50,18 @@ inline Span block_span(size_t count, int nblocks, int b) {
   return Span{i * base + (i < extra ? i : extra), base + (i < extra ? 1 : 0)};
 }
 
+// Block `b` of `count` elements of `elem_size` bytes cut into `nblocks`
+// blocks of whole 64-byte lines (counted from the buffer's start; the last
+// line may be partial), nearly equal in lines: ranks that write their blocks
+// into one buffer share no line when it starts on one.
+inline Span line_span(size_t count, size_t elem_size, int nblocks, int b) {
+  const size_t per_line = 64 / elem_size;
+  const Span lines = block_span((count + per_line - 1) / per_line, nblocks, b);
+  const size_t first = lines.offset * per_line < count ? lines.offset * per_line : count;
+  const size_t end = (lines.offset + lines.count) * per_line < count ? (lines.offset + lines.count) * per_line : count;
+  return Span{first, end - first};
+}
+
 // How many chunks of at most `chunk` elements a span of `count` needs.
 inline size_t chunk_count(size_t count, size_t chunk) { return (count + chunk - 1) / chunk; }
 

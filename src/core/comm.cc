@@ -103,6 +103,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
           node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]));
     }
   }
+  if (direct_bytes_ != SIZE_MAX) prepare_direct_access();
   recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, segment_tag(id.secret, prefix_),
                                                Router::host_of(addresses_[static_cast<size_t>(rank_)]));
   if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
@@ -203,14 +204,20 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   return plan;
 }
 
+// An allreduce that direct_access.cc may run, if every rank's buffers
+// allow: large enough, on one node in mapped mode (direct_bytes_), and its
+// algorithm not named by the caller or COLL_ALGO.
+bool Communicator::may_access_directly(const OpRequest& op) const {
+  return op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr &&
+         op.count * reduce::datatype_size(op.dtype) >= direct_bytes_ && !selector_->fixed(algo::Collective::kAllreduce);
+}
+
 void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs) {
   jobs.clear();
   for (const OpRequest& op : ops)
     jobs.push_back(Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective), op.count,
                        op.root, signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
-                       op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr &&
-                           op.count * reduce::datatype_size(op.dtype) >= direct_bytes_ &&
-                           !selector_->fixed(algo::Collective::kAllreduce)});
+                       may_access_directly(op)});
 }
 
 void Communicator::execute(std::vector<Job>& jobs) {

@@ -118,13 +118,15 @@ class Communicator {
 
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
   void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs);
+  bool may_access_directly(const OpRequest& op) const;
   void execute(std::vector<Job>& jobs);
   // direct_access.cc: the allreduce through every rank's registered buffers;
   // false (having written nothing) when some rank's buffers are not
   // registered, and the plan must run. run_inside runs an operation of the
   // library's own inside the caller's.
+  void prepare_direct_access();
   bool direct_access(const Job& job, const Deadline& deadline, OpRecord& record);
-  void run_inside(const OpRequest& op, const Deadline& deadline, OpRecord& record);
+  void run_inside(std::vector<Job>& job, const void* send, void* recv, const Deadline& deadline, OpRecord& record);
   // Records the first failure, then closes the connections (once).
   void failed(const Error& e);
   void close_if_idle();
@@ -167,8 +169,10 @@ class Communicator {
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;
-  std::vector<Job> jobs_;    // the blocking path's, reused
-  std::vector<Job> inside_;  // run_inside's, reused
+  std::vector<Job> jobs_;  // the blocking path's, reused
+  // direct_access.cc's own operations, compiled at init; its peers.
+  std::vector<Job> offers_job_, barrier_job_;
+  std::vector<int> direct_peers_;
   ChannelCounters counters_;
   uint64_t seq_ = 0;
   int splits_ = 0;

@@ -13,8 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace coll::testing {
 namespace {
@@ -45,17 +47,7 @@ TEST_P(DirectAccess, ExactForEveryTypeOpAndCount) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         ASSERT_EQ(coll_mem_mappings("rw"), 0);
-        bool ok = true;
-        for (size_t count : kCounts)
-          for (coll_datatype_t t : kTypes)
-            for (coll_redop_t op : kOps)
-              for (bool in_place : {false, true})
-                ok = ok && allreduce_case(comm, rank, n, t, op, count, in_place, true);
-        for (bool in_place : {false, true}) {
-          ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, kLarge, in_place, true);
-          ok = ok && allreduce_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, kLarge, in_place, true);
-          ok = ok && allreduce_case(comm, rank, n, COLL_INT8, COLL_MAX, kLarge, in_place, true);
-        }
+        bool ok = allreduce_matrix(comm, rank, n, kTypes, kOps, kCounts, kLarge);
         // Every buffer above is freed again: what is mapped writable now is
         // peers' memory this rank wrote into.
         if (ok) EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << " wrote into no peer's buffer";
@@ -89,6 +81,69 @@ TEST(DirectAccess, OnePrivateBufferSendsEveryRankToThePlan) {
         EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       options);
+}
+
+// Ranks that call different allreduces: the plan's messages would say so;
+// here the offers must, on every rank, before any rank touches a peer's
+// buffer.
+TEST(DirectAccess, DifferentCallsAreAnErrorOnEveryRank) {
+  for (const bool differ_in_count : {true, false}) {
+    run_ranks(
+        3,
+        [&](int rank, int n, const coll_unique_id_t& id) {
+          coll_comm_t comm = init_or_die(rank, n, id);
+          ASSERT_NE(comm, nullptr);
+          // 65536 and 131072 share the low 16 bits, all a signature keeps of a count.
+          const size_t count = differ_in_count && rank == 2 ? 131072 : 65536;
+          const coll_redop_t op = !differ_in_count && rank == 2 ? COLL_MAX : COLL_SUM;
+          Shared send(count * 4, 0), recv(count * 4, 0);
+          EXPECT_EQ(coll_allreduce(send.data, recv.data, count, COLL_FLOAT32, op, comm, nullptr), COLL_INVALID_USAGE)
+              << "rank " << rank;
+          const std::string why = coll_get_last_error(comm);
+          EXPECT_NE(why.find(differ_in_count ? "called allreduce with count" : "called a different operation"),
+                    std::string::npos)
+              << "rank " << rank << ": " << why;
+          EXPECT_EQ(coll_mem_mappings("rw"), 2) << "rank " << rank << ": its own two buffers, and no peer's";
+          coll_comm_destroy(comm);
+        },
+        RankOptions{.env = {{"COLL_SHM_MAPPED", "1"}}});
+  }
+}
+
+// Non-blocking allreduces take the direct path on the worker thread while
+// the caller issues more (its compile and the worker's run share no state;
+// make tsan runs this).
+TEST(DirectAccess, NonBlockingOnesRunOnTheWorker) {
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        constexpr int kOps = 6;
+        constexpr size_t kCount = 65537;
+        std::vector<std::unique_ptr<Shared>> bufs;
+        std::vector<coll_request_t> requests(kOps);
+        for (int i = 0; i < kOps; ++i) {
+          bufs.push_back(std::make_unique<Shared>(kCount * 4, 72));
+          reference::fill_input(COLL_FLOAT32, COLL_SUM, rank, kCount, bufs.back()->data);
+          ASSERT_EQ(coll_allreduce_async(bufs.back()->data, bufs.back()->data, kCount, COLL_FLOAT32, COLL_SUM, comm,
+                                         nullptr, &requests[static_cast<size_t>(i)]),
+                    COLL_SUCCESS)
+              << coll_get_last_error(comm);
+          float small = 1.0f;  // private, below the threshold: the plan, compiled here
+          ASSERT_EQ(coll_allreduce(&small, &small, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+          EXPECT_EQ(small, 2.0f);
+        }
+        for (int i = 0; i < kOps; ++i) {
+          ASSERT_EQ(coll_wait(requests[static_cast<size_t>(i)]), COLL_SUCCESS) << coll_get_last_error(comm);
+          EXPECT_EQ(reference::count_wrong(COLL_FLOAT32, COLL_SUM, n, kCount, bufs[static_cast<size_t>(i)]->data), 0u)
+              << "rank " << rank << " operation " << i;
+        }
+        EXPECT_GT(coll_mem_mappings("rw"), kOps) << "rank " << rank << " wrote into no peer's buffer";
+        bufs.clear();
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      RankOptions{.env = {{"COLL_SHM_MAPPED", "1"}}});
 }
 
 // Below COLL_SHM_DIRECT_BYTES, and when COLL_ALGO names an allreduce

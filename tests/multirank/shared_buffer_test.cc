@@ -50,17 +50,7 @@ TEST_P(SharedAllreduce, ExactAndReadInPlace) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         const int before = coll_mem_mappings();
-        bool ok = true;
-        for (size_t count : kCounts)
-          for (coll_datatype_t t : kTypes)
-            for (coll_redop_t op : kOps)
-              for (bool in_place : {false, true})
-                ok = ok && allreduce_case(comm, rank, n, t, op, count, in_place, true);
-        for (bool in_place : {false, true}) {
-          ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, kLarge, in_place, true);
-          ok = ok && allreduce_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, kLarge, in_place, true);
-          ok = ok && allreduce_case(comm, rank, n, COLL_INT8, COLL_MAX, kLarge, in_place, true);
-        }
+        bool ok = allreduce_matrix(comm, rank, n, kTypes, kOps, kCounts, kLarge);
         ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, kLarge, false, false);
         // Every rank receives a large chunk from some peer: it mapped that
         // peer's buffer (its own buffers were freed again).

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,9 @@ constexpr size_t kLarge = 1048583;
 inline bool allreduce_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count,
                            bool in_place, bool send_shared) {
   const size_t es = reduce::datatype_size(t), bytes = count * es;
-  Shared send(bytes + 64, 64), recv(bytes + 64, 128);
+  // 72 and 136 bytes into their regions: aligned for every datatype, not to
+  // a cache line, so that line-sized copies meet ragged heads.
+  Shared send(bytes + 64, 72), recv(bytes + 64, 136);
   std::vector<unsigned char> private_send(send_shared ? 0 : bytes + 64);
   unsigned char* in = send_shared ? send.data : private_send.data();
   reference::fill_input(t, op, rank, count, in);
@@ -72,6 +75,24 @@ inline bool allreduce_case(coll_comm_t comm, int rank, int n, coll_datatype_t t,
   EXPECT_EQ(wrong, 0u) << "rank " << rank << " " << what;
   if (!in_place) EXPECT_EQ(recv.data[bytes], 0xA5) << "rank " << rank << " " << what << ": written past the end";
   return wrong == 0 && !::testing::Test::HasFailure();
+}
+
+// Every count x dtype x op, in place and not, from shared buffers; then
+// float32 sum, bfloat16 avg and int8 max at `large` elements, in place and
+// not. False from the first case that failed.
+inline bool allreduce_matrix(coll_comm_t comm, int rank, int n, std::span<const coll_datatype_t> types,
+                             std::span<const coll_redop_t> ops, std::span<const size_t> counts, size_t large) {
+  bool ok = true;
+  for (size_t count : counts)
+    for (coll_datatype_t t : types)
+      for (coll_redop_t op : ops)
+        for (bool in_place : {false, true}) ok = ok && allreduce_case(comm, rank, n, t, op, count, in_place, true);
+  for (bool in_place : {false, true}) {
+    ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, large, in_place, true);
+    ok = ok && allreduce_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, large, in_place, true);
+    ok = ok && allreduce_case(comm, rank, n, COLL_INT8, COLL_MAX, large, in_place, true);
+  }
+  return ok;
 }
 
 }  // namespace coll::testing

@@ -486,6 +486,23 @@ TEST(Schedules, TheBarrierLetsNoRankLeaveBeforeAllArrived) {
   }
 }
 
+// The direct-access allreduce's slices: together every element once, in
+// order, each starting on a 64-byte line (but the empty ones at the end).
+TEST(Partition, LineSpansCoverEverythingInWholeLines) {
+  for (size_t es : {1, 2, 4, 8})
+    for (int n : {1, 2, 3, 5, 8})
+      for (size_t count : {0, 1, 15, 16, 17, 100, 1023, 4099}) {
+        size_t next = 0;
+        for (int b = 0; b < n; ++b) {
+          const Span s = line_span(count, es, n, b);
+          EXPECT_EQ(s.offset, next) << "es=" << es << " n=" << n << " count=" << count << " block " << b;
+          if (s.count > 0) EXPECT_EQ(s.offset * es % 64, 0u) << "es=" << es << " n=" << n << " block " << b;
+          next = s.offset + s.count;
+        }
+        EXPECT_EQ(next, count) << "es=" << es << " n=" << n;
+      }
+}
+
 TEST(Schedules, ShapeOfTheRing) {
   // Two ranks, two elements, no chunking: one reduce-scatter and one allgather step.
   Schedule s = ring_allreduce({Collective::kAllreduce, 0, 2, 2, 4, 0, false, std::nullopt, 1 << 20});
@@ -610,18 +627,6 @@ TEST(Select, AlgorithmSettingIsParsedStrictly) {
   EXPECT_THROW(tree.choose(shape), Error);
   shape.collective = Collective::kAllreduce;
   EXPECT_STREQ(tree.choose(shape).name, "tree");
-}
-
-// Mapped shared-memory messages are references: nothing to pipeline, so one
-// message per step; a tuning file still has the last word.
-TEST(Select, MappedSharedMemorySendsOneMessagePerStep) {
-  unsetenv("COLL_SHM_MAPPED");
-  EXPECT_EQ(CostModel::parse("", "t").shm.chunk_bytes, 128 << 10);
-  setenv("COLL_SHM_MAPPED", "1", 1);
-  EXPECT_EQ(CostModel::parse("", "t").shm.chunk_bytes, 1 << 30);
-  EXPECT_EQ(CostModel::parse("", "t").tcp.chunk_bytes, 512 << 10);
-  EXPECT_EQ(CostModel::parse("shm.chunk_bytes = 65536", "t").shm.chunk_bytes, 65536);
-  unsetenv("COLL_SHM_MAPPED");
 }
 
 TEST(Select, TheCostModelPicksLatencyOrBandwidthAlgorithms) {

@@ -24,10 +24,11 @@ namespace coll::transport::shm {
 
 // Where a message lies in its sender's region, as the slot carries it.
 struct RegionRef {
-  uint64_t offset;  // of the message in the region
-  uint64_t id;      // unique in the owning process, never reused
-  uint64_t inode;   // of the memfd: a descriptor number reused for another file is caught
-  int32_t fd;       // the owner's descriptor number
+  uint64_t offset;       // of the message in the region
+  uint64_t id;           // unique in the owning process, never reused
+  uint64_t inode;        // of the memfd: a descriptor number reused for another file is caught
+  int32_t fd;            // the owner's descriptor number
+  int32_t reserved = 0;  // no padding: a reference travels byte for byte (slots, memory handles)
 };
 
 // The process's regions. Thread-safe. allocate_region throws coll::Error
