@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -71,7 +72,12 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
   int pipefd[2];
   ASSERT_EQ(pipe(pipefd), 0);
   std::vector<Outcome> all;
-  auto env = transport_env(GetParam());
+  // "shm_direct": coll_mem_alloc buffers and COLL_SHM_MAPPED=1, so that the
+  // larger allreduces take the direct-access path (each rank writes into its
+  // peers' buffers) when the victim dies.
+  const bool direct = GetParam() == "shm_direct";
+  auto env = direct ? std::map<std::string, std::string>{{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_MAPPED", "1"}}
+                    : transport_env(GetParam());
   env["COLL_TIMEOUT_MS"] = std::to_string(kTimeoutMs);
   for (int trial = 0; trial < kTrials; ++trial) {
     const int victim = std::uniform_int_distribution<int>(0, kRanks - 1)(rng);
@@ -87,18 +93,21 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
               std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
               raise(SIGKILL);
             }).detach();
-          std::vector<float> v(1 << 18, 1.0f);
+          std::vector<float> private_v(direct ? 0 : 1 << 18, 1.0f);
+          float* v = private_v.data();
+          if (direct) ASSERT_EQ(coll_mem_alloc(reinterpret_cast<void**>(&v), (1 << 18) * sizeof(float)), COLL_SUCCESS);
           const size_t sizes[] = {1, 1000, 1 << 14, 1 << 18};
           coll_result_t r = COLL_SUCCESS;
           double ms = 0;
           for (int i = 0; r == COLL_SUCCESS && i < 1000000; ++i) {
             auto start = Clock::now();
-            r = coll_allreduce(v.data(), v.data(), sizes[i % 4], COLL_FLOAT32, COLL_MAX, comm, nullptr);
+            r = coll_allreduce(v, v, sizes[i % 4], COLL_FLOAT32, COLL_MAX, comm, nullptr);
             ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
           }
           EXPECT_TRUE(r == COLL_REMOTE_ERROR || r == COLL_TIMEOUT) << coll_get_last_error(comm);
           EXPECT_LE(ms, kTimeoutMs + 2000.0) << coll_get_last_error(comm);
           coll_comm_destroy(comm);
+          if (direct) EXPECT_EQ(coll_mem_free(v), COLL_SUCCESS);
           // Rank 0 hosts the store, which was running before init and ends
           // now (the survivors said goodbye, the victim's connection closed).
           for (int i = 0; i < 300 && threads() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -130,6 +139,8 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
 
 // The conformance suite's transports (support/transport_link.h).
 INSTANTIATE_TEST_SUITE_P(Transports, KillNine, ::testing::ValuesIn(kTransportsUnderTest),
+                         [](const auto& info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(DirectAccess, KillNine, ::testing::Values("shm_direct"),
                          [](const auto& info) { return std::string(info.param); });
 
 // A thousand communicators created, used and destroyed, every tenth one
