@@ -108,9 +108,12 @@ void Router::connect(const std::vector<int>& peers, const std::vector<std::strin
   for (int peer : peers) connected_[static_cast<size_t>(peer)] = true;
 }
 
+bool Router::routed(int peer) const {
+  return static_cast<size_t>(peer) < route_.size() && route_[static_cast<size_t>(peer)] != kNoRoute;
+}
+
 size_t Router::route(int peer) const {
-  if (static_cast<size_t>(peer) >= route_.size() || route_[static_cast<size_t>(peer)] == kNoRoute)
-    fail(Code::kInternal, "rank ", rank_, ": no connection to rank ", peer);
+  if (!routed(peer)) fail(Code::kInternal, "rank ", rank_, ": no connection to rank ", peer);
   return route_[static_cast<size_t>(peer)];
 }
 
@@ -134,10 +137,7 @@ bool Router::handle_for(const void* data, size_t bytes, transport::MemoryHandle*
   return false;
 }
 
-bool Router::can_access(int peer) const {
-  if (static_cast<size_t>(peer) >= route_.size() || route_[static_cast<size_t>(peer)] == kNoRoute) return false;
-  return transports_[route_[static_cast<size_t>(peer)]]->can_access(peer);
-}
+bool Router::can_access(int peer) const { return routed(peer) && transports_[route(peer)]->can_access(peer); }
 
 char* Router::access(int peer, const transport::MemoryHandle& handle, size_t bytes) {
   return transports_[route(peer)]->access(peer, handle, bytes);
@@ -171,9 +171,8 @@ void Router::poll(std::vector<transport::RequestId>& done, int timeout_ms) {
 }
 
 std::string Router::pending_with(int peer) const {
-  if (static_cast<size_t>(peer) >= route_.size() || route_[static_cast<size_t>(peer)] == kNoRoute)
-    return str_cat("no connection to rank ", peer);
-  return transports_[route_[static_cast<size_t>(peer)]]->pending_with(peer);
+  if (!routed(peer)) return str_cat("no connection to rank ", peer);
+  return transports_[route(peer)]->pending_with(peer);
 }
 
 void Router::close(const Error* why) {

@@ -48,6 +48,7 @@ class Router final : public transport::Transport {
 
  private:
   size_t choose(int peer, const std::string& address) const;
+  bool routed(int peer) const;  // whether a connect chose `peer`'s transport
   size_t route(int peer) const;
 
   int rank_;

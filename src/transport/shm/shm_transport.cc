@@ -184,15 +184,18 @@ void ShmTransport::connect(const std::vector<int>& peers, const std::vector<std:
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": shm transport was closed (abort)");
   if (!set_up_) setup(addresses, deadline);
   for (int p : peers)
-    if (p < 0 || p >= nranks_ || peer_index_[static_cast<size_t>(p)] < 0)
-      fail(Code::kInternal, "shm: rank ", p, " is not on this node (", host_id_, ")");
+    if (local_index(p) < 0) fail(Code::kInternal, "shm: rank ", p, " is not on this node (", host_id_, ")");
+}
+
+int ShmTransport::local_index(int rank) const {
+  return rank < 0 || rank >= nranks_ || !set_up_ ? -1 : peer_index_[static_cast<size_t>(rank)];
 }
 
 ShmTransport::Peer& ShmTransport::peer(int rank, const char* doing) {
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": shm transport was closed (abort)");
-  if (rank < 0 || rank >= nranks_ || !set_up_ || peer_index_[static_cast<size_t>(rank)] < 0)
-    fail(Code::kInternal, "shm: rank ", rank_, " ", doing, " rank ", rank, ", not on this node");
-  return peers_[static_cast<size_t>(peer_index_[static_cast<size_t>(rank)])];
+  const int i = local_index(rank);
+  if (i < 0) fail(Code::kInternal, "shm: rank ", rank_, " ", doing, " rank ", rank, ", not on this node");
+  return peers_[static_cast<size_t>(i)];
 }
 
 // An op that is first in its queue starts at once: a small message leaves
@@ -375,8 +378,8 @@ bool ShmTransport::handle_for(const void* data, size_t bytes, MemoryHandle* hand
 }
 
 bool ShmTransport::can_access(int rank) const {
-  if (closed_ || !set_up_ || rank < 0 || rank >= nranks_ || peer_index_[static_cast<size_t>(rank)] < 0) return false;
-  return peers_[static_cast<size_t>(peer_index_[static_cast<size_t>(rank)])].can_map;
+  const int i = local_index(rank);
+  return !closed_ && i >= 0 && peers_[static_cast<size_t>(i)].can_map;
 }
 
 char* ShmTransport::access(int rank, const MemoryHandle& handle, size_t bytes) {
@@ -462,8 +465,9 @@ void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
 }
 
 std::string ShmTransport::pending_with(int rank) const {
-  if (rank < 0 || rank >= nranks_ || !set_up_ || peer_index_[static_cast<size_t>(rank)] < 0) return "";
-  const Peer& p = peers_[static_cast<size_t>(peer_index_[static_cast<size_t>(rank)])];
+  const int i = local_index(rank);
+  if (i < 0) return "";
+  const Peer& p = peers_[static_cast<size_t>(i)];
   std::string out;
   if (!p.sends.empty() || !p.awaiting_ack.empty())
     out += str_cat(p.sends.size() + p.awaiting_ack.size(), " send(s) to rank ", rank, " (shm)");

@@ -122,6 +122,8 @@ class ShmTransport final : public Transport {
   bool alive(const Peer& p) const;
   void check_alive(const Peer& p) const;
   std::string name(const Peer& p) const;
+  // The index in peers_ of that rank, or -1 (not on this node, or before setup).
+  int local_index(int rank) const;
   Peer& peer(int rank, const char* doing);
 
   int rank_;
