@@ -15,7 +15,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -72,12 +71,11 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
   int pipefd[2];
   ASSERT_EQ(pipe(pipefd), 0);
   std::vector<Outcome> all;
-  // "shm_direct": coll_mem_alloc buffers and COLL_SHM_MAPPED=1, so that the
-  // larger allreduces take the direct-access path (each rank writes into its
-  // peers' buffers) when the victim dies.
+  // "shm_direct": buffers from coll_mem_alloc, so that the larger allreduces
+  // take the direct-access path (each rank writes into its peers' buffers)
+  // when the victim dies.
   const bool direct = GetParam() == "shm_direct";
-  auto env = direct ? std::map<std::string, std::string>{{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_MAPPED", "1"}}
-                    : transport_env(GetParam());
+  auto env = transport_env(GetParam());
   env["COLL_TIMEOUT_MS"] = std::to_string(kTimeoutMs);
   for (int trial = 0; trial < kTrials; ++trial) {
     const int victim = std::uniform_int_distribution<int>(0, kRanks - 1)(rng);

@@ -27,6 +27,14 @@
 namespace coll::testing {
 namespace {
 
+const coll_datatype_t kTypes[] = {COLL_INT8, COLL_INT64, COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
+const coll_redop_t kOps[] = {COLL_SUM, COLL_MAX, COLL_AVG};
+// 0, 1, and primes large enough that messages pass the 64 KiB mark; the
+// largest (chunked by the ring, 4 MiB of float32) for a few cases only, to
+// stay inside CI's time.
+const size_t kCounts[] = {0, 1, 7919, 65537};
+constexpr size_t kLarge = 1048583;
+
 int open_descriptors() {
   int n = 0;
   if (DIR* d = opendir("/proc/self/fd")) {

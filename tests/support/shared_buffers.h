@@ -44,14 +44,6 @@ struct Shared {
   unsigned char* data = nullptr;
 };
 
-const coll_datatype_t kTypes[] = {COLL_INT8, COLL_INT64, COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
-const coll_redop_t kOps[] = {COLL_SUM, COLL_MAX, COLL_AVG};
-// 0, 1, and primes large enough that messages pass the 64 KiB mark; the
-// largest (chunked by the ring, 4 MiB of float32) for a few cases only, to
-// stay inside CI's time.
-const size_t kCounts[] = {0, 1, 7919, 65537};
-constexpr size_t kLarge = 1048583;
-
 // One allreduce from shared buffers, checked; `send_shared` false: only the
 // output is shared (the input is private memory).
 inline bool allreduce_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count,

@@ -15,8 +15,12 @@ namespace coll::testing {
 inline const std::vector<std::string> kTransportsUnderTest = {"tcp", "shm", "shm_cma"};
 
 // The settings that make a communicator use only that transport.
+// "shm_direct" (communicator-level trials only, not a transport of its own):
+// shared memory with COLL_SHM_MAPPED=1, so that allreduces on coll_mem_alloc
+// buffers take the direct-access path.
 inline std::map<std::string, std::string> transport_env(const std::string& kind) {
   if (kind == "shm_cma") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_SINGLE_COPY", "1"}};
+  if (kind == "shm_direct") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_MAPPED", "1"}};
   return {{"COLL_TRANSPORTS", kind}};
 }
 
