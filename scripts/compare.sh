@@ -134,16 +134,20 @@ for ((round = 1; round <= rounds; round++)); do
 done
 printf '\rcompare: %d runs in %ds%40s\n' "$total" $(($(date +%s) - start)) "" >&2
 
-# Medians per library and size (mawk has no sort: insertion sort per group).
-medians=$out/medians.csv
-awk -F, 'NR > 1 {
-    key = $1 "," $5; if (!(key in n)) { order[++keys] = key }
-    i = ++n[key]; t[key, i] = $7; b[key, i] = $8; ti[key, i] = $9; bi[key, i] = $10
-  }
-  function median(arr, key, count,   i, j, v, s) {
+# The median of arr[key, 1..count], for the awk programs below (mawk has no
+# sort: an insertion sort per group).
+awk_median='function median(arr, key, count,   i, j, v, s) {
     for (i = 1; i <= count; i++) s[i] = arr[key, i] + 0
     for (i = 2; i <= count; i++) { v = s[i]; for (j = i - 1; j >= 1 && s[j] > v; j--) s[j + 1] = s[j]; s[j + 1] = v }
     return count % 2 ? s[(count + 1) / 2] : (s[count / 2] + s[count / 2 + 1]) / 2
+  }
+'
+
+# Medians per library and size.
+medians=$out/medians.csv
+awk -F, "$awk_median"'NR > 1 {
+    key = $1 "," $5; if (!(key in n)) { order[++keys] = key }
+    i = ++n[key]; t[key, i] = $7; b[key, i] = $8; ti[key, i] = $9; bi[key, i] = $10
   }
   END {
     print "library,bytes,time_us,busbw_gbps,inplace_time_us,inplace_busbw_gbps"
@@ -191,11 +195,10 @@ echo "# $np ranks, $dtype sum, transport $transport, median of $rounds rounds, $
 # so busbw (= algbw at 2 ranks) <= B/4.
 if [ -s "$out/bound.csv" ]; then
   echo
-  awk -F, -v libs="coll $peers" 'FNR == NR { b[++n] = $2; next }
+  awk -F, -v libs="coll $peers" "$awk_median"'FNR == NR { b["B", ++n] = $2; next }
     FNR > 1 { if ($2 + 0 >= top) top = $2 + 0; bw[$1, $2] = $4 }
     END {
-      for (i = 2; i <= n; i++) { v = b[i]; for (j = i - 1; j >= 1 && b[j] > v; j--) b[j + 1] = b[j]; b[j + 1] = v }
-      B = n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+      B = median(b, "B", n)
       printf "# bound: a += b on 2 threads %.1f GB/s (median of %d rounds), so busbw <= B/4 = %.2f GB/s\n", B, n, B / 4
       k = split(libs, l, " ")
       for (i = 1; i <= k; i++) if ((l[i], top) in bw)
