@@ -10,6 +10,7 @@
 #include "reduce/reduce.h"
 #include "topology/bind.h"
 #include "topology/load.h"
+#include "transport/shm/region.h"
 
 #include <algorithm>
 
@@ -82,12 +83,15 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
   const std::string link_class = nranks_ > 1 ? transport_->slowest_for(addresses_) : "";
   if (nranks_ > 1) selector_->set_link_class(link_class);
-  if (link_class == "shm" && config::get_bool("COLL_SHM_MAPPED")) {  // direct_access.cc
-    const int64_t direct = config::get_int("COLL_SHM_DIRECT_BYTES"), stream = config::get_int("COLL_SHM_STREAM_BYTES");
-    if (direct < 0) fail(Code::kInvalidArgument, "COLL_SHM_DIRECT_BYTES=", direct, " must not be negative");
-    if (stream < 0) fail(Code::kInvalidArgument, "COLL_SHM_STREAM_BYTES=", stream, " must not be negative");
-    direct_bytes_ = static_cast<size_t>(direct);
-    stream_bytes_ = static_cast<size_t>(stream);
+  if (link_class == "shm") {  // direct_access.cc
+    auto bytes = [](const char* name) {
+      const int64_t v = config::get_int(name);
+      if (v < 0) fail(Code::kInvalidArgument, name, "=", v, " must not be negative");
+      return static_cast<size_t>(v);
+    };
+    if (config::get_bool("COLL_SHM_MAPPED")) direct_bytes_ = bytes("COLL_SHM_DIRECT_BYTES");
+    staged_bytes_ = bytes("COLL_SHM_STAGED_BYTES");
+    stream_bytes_ = bytes("COLL_SHM_STREAM_BYTES");
   }
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
   nodes_ = ranks_by_node(addresses_);
@@ -103,7 +107,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
           node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]));
     }
   }
-  if (direct_bytes_ != SIZE_MAX) prepare_direct_access();
+  if (std::min(direct_bytes_, staged_bytes_) != SIZE_MAX) prepare_direct_access();
   recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, segment_tag(id.secret, prefix_),
                                                Router::host_of(addresses_[static_cast<size_t>(rank_)]));
   if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
@@ -157,6 +161,8 @@ void Communicator::place_this_rank() {
 
 Communicator::~Communicator() {
   worker_.reset();  // finishes what was issued
+  // Peers that mapped it keep their mapping (region.h): freeing is safe.
+  if (staging_ != nullptr) transport::shm::free_region(staging_);
   // Only the job's first communicator says goodbye: the store serves the job.
   if (store_ && prefix_.empty()) store_->bye(nranks_);
 }
@@ -205,11 +211,12 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
 }
 
 // An allreduce that direct_access.cc may run, if every rank's buffers
-// allow: large enough, on one node in mapped mode (direct_bytes_), and its
-// algorithm not named by the caller or COLL_ALGO.
+// allow: large enough, on one node (direct_bytes_ in mapped mode,
+// staged_bytes_), and its algorithm not named by the caller or COLL_ALGO.
 bool Communicator::may_access_directly(const OpRequest& op) const {
   return op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr &&
-         op.count * reduce::datatype_size(op.dtype) >= direct_bytes_ && !selector_->fixed(algo::Collective::kAllreduce);
+         op.count * reduce::datatype_size(op.dtype) >= std::min(direct_bytes_, staged_bytes_) &&
+         !selector_->fixed(algo::Collective::kAllreduce);
 }
 
 void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs) {

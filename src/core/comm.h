@@ -120,12 +120,15 @@ class Communicator {
   void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs);
   bool may_access_directly(const OpRequest& op) const;
   void execute(std::vector<Job>& jobs);
-  // direct_access.cc: the allreduce through every rank's registered buffers;
-  // false (having written nothing) when some rank's buffers are not
-  // registered, and the plan must run. run_inside runs an operation of the
-  // library's own inside the caller's.
+  // direct_access.cc: the allreduce through every rank's registered buffers,
+  // or through every rank's staging; false (having written nothing) when
+  // some rank can do neither, and the plan must run. run_inside runs an
+  // operation of the library's own inside the caller's.
   void prepare_direct_access();
   bool direct_access(const Job& job, const Deadline& deadline, OpRecord& record);
+  void staged_access(const Job& job, const std::vector<const char*>& staging, const Deadline& deadline,
+                     OpRecord& record);
+  bool staging_ready();
   void run_inside(std::vector<Job>& job, const void* send, void* recv, const Deadline& deadline, OpRecord& record);
   // Records the first failure, then closes the connections (once).
   void failed(const Error& e);
@@ -146,10 +149,14 @@ class Communicator {
   int64_t timeout_ms_;
   size_t chunk_bytes_ = 0;  // COLL_CHUNK_BYTES, or the link class's once the peers are known
   // The direct-access allreduce from this many bytes (COLL_SHM_DIRECT_BYTES,
-  // with COLL_SHM_MAPPED=1 on one node; SIZE_MAX: never), and its
-  // non-temporal stores from this many (COLL_SHM_STREAM_BYTES).
+  // with COLL_SHM_MAPPED=1 on one node; SIZE_MAX: never), its staged form
+  // for private buffers from this many (COLL_SHM_STAGED_BYTES, on one node),
+  // and their non-temporal stores from this many (COLL_SHM_STREAM_BYTES).
   size_t direct_bytes_ = SIZE_MAX;
+  size_t staged_bytes_ = SIZE_MAX;
   size_t stream_bytes_ = SIZE_MAX;
+  char* staging_ = nullptr;  // the staged form's, allocated on first use (coll_mem_alloc's kind of memory)
+  bool staging_failed_ = false;
   std::unique_ptr<algo::Selector> selector_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;

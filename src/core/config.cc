@@ -41,8 +41,13 @@ const std::vector<Setting>& settings() {
        "with COLL_SHM_MAPPED=1 on one node: an allreduce of at least this size whose buffers on every rank "
        "come from coll_mem_alloc runs the direct-access allreduce (each rank reduces its slice from every "
        "input into every output); unless COLL_ALGO names an allreduce algorithm"},
+      {"COLL_SHM_STAGED_BYTES", "int", "4M", "bytes",
+       "on one node: an allreduce of at least this size whose buffers are private runs the direct-access "
+       "allreduce through each rank's staging (which the others map), unless COLL_ALGO names an allreduce "
+       "algorithm"},
       {"COLL_SHM_STREAM_BYTES", "int", "1M", "bytes",
-       "the direct-access allreduce writes with non-temporal stores (past the caches) from this size"},
+       "the direct-access allreduce, registered or staged, writes with non-temporal stores (past the caches) "
+       "from this size"},
       {"COLL_TCP_SILENCE_MS", "int", "20000", "ms",
        "tcp: a peer whose kernel acknowledges none of the data in flight to it for this long is gone (its "
        "node is down or cut off): COLL_REMOTE_ERROR without waiting for COLL_TIMEOUT_MS; 0: off"},

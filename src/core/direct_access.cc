@@ -1,5 +1,7 @@
 // The direct-access allreduce: ranks of one node whose buffers all come from
-// coll_mem_alloc read each other's inputs and write each other's outputs.
+// coll_mem_alloc read each other's inputs and write each other's outputs;
+// ranks whose buffers are private do the same through a staging area of
+// their own that the others read (the staged form, below).
 //
 // It is the two-shot allreduce of NVLink custom all-reduces (reduce-scatter
 // and all-gather through peer memory) with the two shots fused: rank r owns
@@ -27,12 +29,30 @@
 //
 // Cost: 2 rounds of alpha for the offers and ceil(log2 n) for the barrier;
 // per rank S bytes read and S written, and (n-1) S/n reduced.
+//
+// The staged form, for private buffers: no rank can reach another's buffers,
+// so each passes through its own staging (memory of coll_mem_alloc's kind,
+// which the peers map), window by window:
+//   1. copy the other ranks' slices of its input into its staging, X;
+//   2. barrier; reduce its slice from its own input and every peer's X into
+//      its output and into its staging's other half, Y;
+//   3. barrier; copy every other slice from its owner's Y into its output.
+// The barriers also keep the staging safe to reuse: X is rewritten only
+// after the barrier that follows its readers' step 2, Y only after the one
+// that follows their step 3, in the next window or operation; and as no
+// peer ever touches a rank's own buffers, no barrier is needed at the end.
+// Every rank's staging stays in the last-level cache, so memory sees what
+// the registered form costs, the input read and the output written (with
+// non-temporal stores); the copies through the staging are cache to cache.
+// A ring moves the same bytes through its slots, but chunk by chunk, with a
+// handshake per slot (docs/PERFORMANCE.md).
 #include "algorithms/partition.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/op_signature.h"
 #include "reduce/reduce.h"
 #include "reduce/stream.h"
+#include "transport/shm/region.h"
 
 #include <algorithm>
 #include <cstring>
@@ -43,24 +63,44 @@ namespace {
 
 // What a rank tells every peer; the same size on every rank.
 struct Offer {
-  uint32_t ok = 0;         // both buffers registered, and every peer accessible
-  uint32_t reserved = 0;   // keeps the 64-bit fields aligned; zero
+  uint32_t direct = 0;     // both buffers registered, large enough, and every peer accessible
+  uint32_t staged = 0;     // its staging ready, large enough, and every peer accessible
   uint64_t signature = 0;  // OpSignature::bits() of its allreduce
   uint64_t count = 0;      // exactly (the signature keeps only its low bits)
-  transport::MemoryHandle send, recv;
+  transport::MemoryHandle send, recv, staging;
 };
+
+// The staging: X and Y, a window each (see above). Windows of 1 to 4 MiB
+// measured alike at 64 MiB on 2 ranks; 2 MiB keeps 8 ranks' staging inside
+// a 48 MiB last-level cache, and the barriers per window cost microseconds
+// against its milliseconds. X is written with ordinary stores, to stay in
+// the cache: streaming it measured 14 ms at 64 MiB against 12.
+constexpr size_t kWindowBytes = 2 << 20;
+constexpr size_t kStagingBytes = 2 * kWindowBytes;
 
 // A block that stays in L1 while all n inputs are reduced into it; a whole
 // number of elements of every datatype.
 constexpr size_t kBlockBytes = 8 << 10;
 
-// out[k][i] = in[0][i] (op) in[1][i] (op) ... for every rank k, i in `slice`
+void copy(char* dst, const char* src, size_t bytes, bool stream) {
+  if (stream)
+    reduce::stream_copy(dst, src, bytes);
+  else
+    std::memcpy(dst, src, bytes);
+}
+
+// Where a reduced slice goes: `at` (indexed like the inputs), written with
+// non-temporal stores when `stream`. In place, the lines were just read into
+// the cache, where an ordinary store finds them without a read for ownership.
+struct Output {
+  char* at;
+  bool stream;
+};
+
+// out.at[i] = in[0][i] (op) in[1][i] (op) ... for every output, i in `slice`
 // (elements); reduced in rank order, so every rank's result is the same bits.
-// An output that is not its rank's input too is written with non-temporal
-// stores when `streaming`; in place, the lines were just read into the
-// cache, where an ordinary store finds them without a read for ownership.
-void reduce_slice(const Job& job, const std::vector<const char*>& in, const std::vector<char*>& out, algo::Span slice,
-                  bool streaming) {
+void reduce_slice(const Job& job, const std::vector<const char*>& in, const std::vector<Output>& out,
+                  algo::Span slice) {
   const size_t es = reduce::datatype_size(job.dtype), per_block = kBlockBytes / es;
   const int n = static_cast<int>(in.size());
   alignas(64) static thread_local char block[kBlockBytes];
@@ -69,15 +109,9 @@ void reduce_slice(const Job& job, const std::vector<const char*>& in, const std:
     reduce::reduce(job.dtype, job.op, block, in[0] + at, in[1] + at, count);
     for (int k = 2; k < n; ++k) reduce::reduce(job.dtype, job.op, block, block, in[static_cast<size_t>(k)] + at, count);
     if (job.op == COLL_AVG) reduce::divide(job.dtype, block, count, n);
-    for (int k = 0; k < n; ++k) {
-      char* o = out[static_cast<size_t>(k)] + at;
-      if (streaming && out[static_cast<size_t>(k)] != in[static_cast<size_t>(k)])
-        reduce::stream_copy(o, block, count * es);
-      else
-        std::memcpy(o, block, count * es);
-    }
+    for (const Output& o : out) copy(o.at + at, block, count * es, o.stream);
   }
-  if (streaming) reduce::stream_fence();
+  if (std::any_of(out.begin(), out.end(), [](const Output& o) { return o.stream; })) reduce::stream_fence();
 }
 
 }  // namespace
@@ -103,10 +137,13 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   recorder_->set_algorithm(record, "direct_access");
 
   // 1. Offers.
+  bool reach = true;
+  for (int r : direct_peers_) reach = reach && transport_->can_access(r);
   Offer mine;
-  bool ok = transport_->handle_for(job.send, bytes, &mine.send) && transport_->handle_for(job.recv, bytes, &mine.recv);
-  for (int r : direct_peers_) ok = ok && transport_->can_access(r);
-  mine.ok = ok ? 1 : 0;
+  mine.direct = reach && bytes >= direct_bytes_ && transport_->handle_for(job.send, bytes, &mine.send) &&
+                transport_->handle_for(job.recv, bytes, &mine.recv);
+  mine.staged = reach && bytes >= staged_bytes_ && staging_ready() &&
+                transport_->handle_for(staging_, kStagingBytes, &mine.staging);
   mine.signature = job.signature;
   mine.count = job.count;
   // An alltoall of the same offer to everyone: one round, where a ring
@@ -114,7 +151,7 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   const std::vector<Offer> copies(static_cast<size_t>(nranks_), mine);
   std::vector<Offer> offers(static_cast<size_t>(nranks_));
   run_inside(offers_job_, copies.data(), offers.data(), deadline, record);
-  bool all_ok = true;
+  bool all_direct = true, all_staged = true;
   for (int r = 0; r < nranks_; ++r) {
     const Offer& o = offers[static_cast<size_t>(r)];
     if (o.signature != mine.signature)
@@ -123,27 +160,85 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
     if (o.count != mine.count)
       fail(Code::kInvalidUsage, "rank ", rank_, ": rank ", r, " called allreduce with count ", o.count, ", not ",
            mine.count);
-    all_ok = all_ok && o.ok != 0;
+    all_direct = all_direct && o.direct != 0;
+    all_staged = all_staged && o.staged != 0;
   }
-  if (!all_ok) {
+  if (!all_direct && all_staged) {
+    std::vector<const char*> staging(static_cast<size_t>(nranks_));
+    for (int r : direct_peers_)
+      staging[static_cast<size_t>(r)] = transport_->access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes);
+    staging[static_cast<size_t>(rank_)] = staging_;
+    recorder_->set_algorithm(record, "direct_staged");
+    staged_access(job, staging, deadline, record);
+    return true;
+  }
+  if (!all_direct) {
     recorder_->set_algorithm(record, job.plan->schedule.algorithm);
     return false;
   }
 
   // 2. This rank's slice, from every input into every output.
+  const bool streaming = bytes >= stream_bytes_;
   std::vector<const char*> in(static_cast<size_t>(nranks_));
-  std::vector<char*> out(static_cast<size_t>(nranks_));
+  std::vector<Output> out(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     const Offer& o = offers[static_cast<size_t>(r)];
     in[static_cast<size_t>(r)] = r == rank_ ? static_cast<const char*>(job.send) : transport_->access(r, o.send, bytes);
-    out[static_cast<size_t>(r)] = r == rank_ ? static_cast<char*>(job.recv) : transport_->access(r, o.recv, bytes);
+    char* at = r == rank_ ? static_cast<char*>(job.recv) : transport_->access(r, o.recv, bytes);
+    out[static_cast<size_t>(r)] = Output{at, streaming && at != in[static_cast<size_t>(r)]};
   }
-  reduce_slice(job, in, out, algo::line_span(job.count, reduce::datatype_size(job.dtype), nranks_, rank_),
-               bytes >= stream_bytes_);
+  reduce_slice(job, in, out, algo::line_span(job.count, reduce::datatype_size(job.dtype), nranks_, rank_));
 
   // 3. Everyone done with everyone's buffers.
   run_inside(barrier_job_, nullptr, nullptr, deadline, record);
   return true;
+}
+
+// The staged form (see the top). `staging[r]` is rank r's staging: X, then Y.
+void Communicator::staged_access(const Job& job, const std::vector<const char*>& staging, const Deadline& deadline,
+                                 OpRecord& record) {
+  const size_t es = reduce::datatype_size(job.dtype), window = kWindowBytes / es;
+  const bool streaming = job.count * es >= stream_bytes_;
+  std::vector<const char*> in(static_cast<size_t>(nranks_));
+  for (size_t first = 0; first < job.count; first += window) {
+    const size_t count = std::min(window, job.count - first);
+    const char* send = static_cast<const char*>(job.send) + first * es;
+    char* recv = static_cast<char*>(job.recv) + first * es;
+    auto slice = [&](int r) { return algo::line_span(count, es, nranks_, r); };
+    // 1. The others' slices of our input into our X.
+    for (int r : direct_peers_) {
+      const algo::Span s = slice(r);
+      std::memcpy(staging_ + s.offset * es, send + s.offset * es, s.count * es);
+    }
+    run_inside(barrier_job_, nullptr, nullptr, deadline, record);
+    // 2. Our slice, from our input and every X, into our output and our Y.
+    for (int r = 0; r < nranks_; ++r) in[static_cast<size_t>(r)] = r == rank_ ? send : staging[static_cast<size_t>(r)];
+    const std::vector<Output> out{{recv, streaming && recv != send}, {staging_ + kWindowBytes, false}};
+    reduce_slice(job, in, out, slice(rank_));
+    run_inside(barrier_job_, nullptr, nullptr, deadline, record);
+    // 3. Every other slice from its owner's Y into our output.
+    for (int r : direct_peers_) {
+      const algo::Span s = slice(r);
+      copy(recv + s.offset * es, staging[static_cast<size_t>(r)] + kWindowBytes + s.offset * es, s.count * es,
+           streaming);
+    }
+    if (streaming) reduce::stream_fence();
+  }
+}
+
+// The staging, allocated on the first operation that wants it; false when
+// that failed (then every rank runs the plan: the offers say so).
+bool Communicator::staging_ready() {
+  if (staging_ == nullptr && !staging_failed_) {
+    try {
+      staging_ = static_cast<char*>(transport::shm::allocate_region(kStagingBytes, "coll-staging"));
+    } catch (const Error& e) {
+      staging_failed_ = true;
+      log::warn(log::kColl, "rank ", rank_, ": no staging for large allreduces on this node (", e.what(),
+                "): they run their schedules");
+    }
+  }
+  return staging_ != nullptr;
 }
 
 // An operation the library runs inside the caller's (the offers, the

@@ -73,7 +73,8 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
   std::vector<Outcome> all;
   // "shm_direct": buffers from coll_mem_alloc, so that the larger allreduces
   // take the direct-access path (each rank writes into its peers' buffers)
-  // when the victim dies.
+  // when the victim dies; "shm_staged": private buffers, and the larger
+  // allreduces take its staged form.
   const bool direct = GetParam() == "shm_direct";
   auto env = transport_env(GetParam());
   env["COLL_TIMEOUT_MS"] = std::to_string(kTimeoutMs);
@@ -138,7 +139,7 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
 // The conformance suite's transports (support/transport_link.h).
 INSTANTIATE_TEST_SUITE_P(Transports, KillNine, ::testing::ValuesIn(kTransportsUnderTest),
                          [](const auto& info) { return std::string(info.param); });
-INSTANTIATE_TEST_SUITE_P(DirectAccess, KillNine, ::testing::Values("shm_direct"),
+INSTANTIATE_TEST_SUITE_P(DirectAccess, KillNine, ::testing::Values("shm_direct", "shm_staged"),
                          [](const auto& info) { return std::string(info.param); });
 
 // A thousand communicators created, used and destroyed, every tenth one

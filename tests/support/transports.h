@@ -15,12 +15,15 @@ namespace coll::testing {
 inline const std::vector<std::string> kTransportsUnderTest = {"tcp", "shm", "shm_cma"};
 
 // The settings that make a communicator use only that transport.
-// "shm_direct" (communicator-level trials only, not a transport of its own):
-// shared memory with COLL_SHM_MAPPED=1, so that allreduces on coll_mem_alloc
-// buffers take the direct-access path.
+// "shm_direct" and "shm_staged" (communicator-level trials only, not
+// transports of their own): shared memory with COLL_SHM_MAPPED=1, so that
+// allreduces on coll_mem_alloc buffers take the direct-access path; and with
+// COLL_SHM_STAGED_BYTES=64K, so that allreduces of 64 KiB and more on private
+// buffers take its staged form.
 inline std::map<std::string, std::string> transport_env(const std::string& kind) {
   if (kind == "shm_cma") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_SINGLE_COPY", "1"}};
   if (kind == "shm_direct") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_MAPPED", "1"}};
+  if (kind == "shm_staged") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_STAGED_BYTES", "64K"}};
   return {{"COLL_TRANSPORTS", kind}};
 }
 

@@ -50,13 +50,13 @@ int take_descriptor(int pidfd, int fd) { return static_cast<int>(syscall(SYS_pid
 
 }  // namespace
 
-void* allocate_region(size_t bytes) {
+void* allocate_region(size_t bytes, const char* name) {
   const size_t size = whole_pages(bytes);
-  int fd = memfd_create("coll-mem", MFD_CLOEXEC);
+  int fd = memfd_create(name, MFD_CLOEXEC);
   auto failed = [&](const char* call) {  // errno is the call's
     int err = errno;
     if (fd >= 0) close(fd);
-    fail_errno(Code::kSystem, err, str_cat("coll_mem_alloc: ", bytes, " bytes"), call);
+    fail_errno(Code::kSystem, err, str_cat(name, ": ", bytes, " bytes"), call);
   };
   if (fd < 0) failed("memfd_create");
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) failed("ftruncate");

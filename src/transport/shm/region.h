@@ -32,8 +32,9 @@ struct RegionRef {
 };
 
 // The process's regions. Thread-safe. allocate_region throws coll::Error
-// (kSystem with errno when the memfd cannot be made or mapped).
-void* allocate_region(size_t bytes);
+// (kSystem with errno when the memfd cannot be made or mapped); `name` is
+// the memfd's, as /proc/<pid>/maps shows it ("/memfd:coll-mem").
+void* allocate_region(size_t bytes, const char* name = "coll-mem");
 // false when ptr is not a region's start.
 bool free_region(void* ptr);
 // Whether [data, data + bytes) lies in one region; if so fills *ref.

@@ -19,7 +19,7 @@ struct alignas(64) RingHeader {
   alignas(64) std::atomic<uint64_t> tail;       // slots released (consumer)
   alignas(64) std::atomic<uint64_t> cma_acked;  // single-copy messages read (consumer)
   std::atomic<uint32_t> cma_ok;                 // the consumer can read the producer's memory
-  std::atomic<uint32_t> map_ok;                 // the consumer can map the producer's coll_mem_alloc buffers
+  std::atomic<uint32_t> map_ok;                 // the consumer maps the producer's coll_mem_alloc buffers (references)
 };
 
 // kInline: a whole message of at most kInlineBytes, inside the header's own

@@ -109,12 +109,13 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     return static_cast<uint32_t>(std::find(local.begin(), local.end(), r) - local.begin());
   };
   const bool single_copy_allowed = config::get_bool("COLL_SHM_SINGLE_COPY");
-  const bool mapping_allowed = config::get_bool("COLL_SHM_MAPPED");
+  // Mapping the peers' regions serves the core's one-sided access (its own
+  // staging, and coll_mem_alloc buffers); messages travel as references only
+  // with COLL_SHM_MAPPED=1.
+  const bool references_allowed = config::get_bool("COLL_SHM_MAPPED");
   Segment::Probes probes{reinterpret_cast<uint64_t>(&probe_word_), probe_word_};
-  if (mapping_allowed) {
-    region_probe_ = net::Fd(make_probe(&probes.inode));
-    probes.fd = region_probe_.get();
-  }
+  region_probe_ = net::Fd(make_probe(&probes.inode));
+  probes.fd = region_probe_.get();
   own_ = Segment::create(name_, static_cast<uint32_t>(local.size()), kSlots, kSlotBytes, probes);
 
   peer_index_.assign(static_cast<size_t>(nranks_), -1);
@@ -140,15 +141,15 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     p.in_slots = own_.slots(p.index_here);
     // Can we map this peer's coll_mem_alloc buffers? Probed before we count
     // as attached: the peer closes its probe once every rank has.
-    std::string why = "COLL_SHM_MAPPED=0";
+    std::string why = "it published no probe";
     const SegmentHeader& theirs = p.segment.header();
-    const bool can_map = mapping_allowed && theirs.probe_fd >= 0 &&
-                         can_take_descriptor(p.pidfd.get(), theirs.probe_fd, theirs.probe_inode, &why);
-    p.in_ring->map_ok.store(can_map ? 1 : 0, std::memory_order_release);
+    const bool can_map =
+        theirs.probe_fd >= 0 && can_take_descriptor(p.pidfd.get(), theirs.probe_fd, theirs.probe_inode, &why);
+    p.in_ring->map_ok.store(can_map && references_allowed ? 1 : 0, std::memory_order_release);
     p.can_map = can_map;
     if (!can_map)
       log::info(log::kNet, "shm: rank ", rank_, " cannot map rank ", r, "'s buffers (", why,
-                "): its messages go through the slots");
+                "): its messages go through the slots, and allreduces on one node run their schedules");
     p.segment.header().attached.fetch_add(1, std::memory_order_acq_rel);
     // Single copy: can we read this peer's memory? Its ring in our segment says so to it.
     uint64_t seen = 0;

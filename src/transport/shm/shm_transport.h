@@ -11,7 +11,8 @@
 // coll_mem_alloc buffer travels as a reference into it, which the receiver
 // maps once and reads in place (region.h): one copy, without the kernel.
 // The same mappings give one-sided access (Transport::access) to the peers'
-// coll_mem_alloc buffers.
+// regions, wherever the init-time probe allows, whatever COLL_SHM_MAPPED
+// says: their coll_mem_alloc buffers, and the core's staging.
 //
 // Segments are unlinked as soon as every local rank has mapped them, so
 // nothing is left in /dev/shm even after kill -9. Waiting spins briefly,
@@ -103,7 +104,7 @@ class ShmTransport final : public Transport {
     Fifo<Op> sends, recvs, awaiting_ack;
     uint64_t single_copies_sent = 0;  // and references sent: the peer acknowledges both alike
     PeerRegions regions;              // its coll_mem_alloc buffers that we have mapped
-    bool can_map = false;             // whether we may (COLL_SHM_MAPPED=1 and the init-time probe)
+    bool can_map = false;             // whether we can (the init-time probe)
     // The consumer's tail as last read. Reading the real one costs a cache
     // miss (the consumer writes it), so it is re-read only when the ring
     // looks full.

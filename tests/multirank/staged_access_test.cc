@@ -1,0 +1,149 @@
+// The staged form of the direct-access allreduce (core/direct_access.cc):
+// on one node, an allreduce of at least COLL_SHM_STAGED_BYTES on private
+// buffers goes through every rank's staging. Exact for every datatype, op,
+// count (0, 1, primes, several windows with a ragged last one) and rank
+// count, in place and not, with and without non-temporal stores; proof that
+// it ran (each rank maps every peer's staging, which /proc/self/maps shows);
+// the plan below the threshold and when COLL_ALGO names an algorithm; and
+// mismatched calls failing on every rank.
+#include "support/multirank.h"
+
+#include "reduce/reduce.h"
+#include "reduce/reference.h"
+
+#include <coll/coll.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+const coll_datatype_t kTypes[] = {COLL_INT8,     COLL_UINT32,  COLL_INT64,  COLL_FLOAT16,
+                                  COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
+const coll_redop_t kOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
+// 0 and 1, a prime under one 64-byte line per rank, primes across the 8 KiB
+// block of the reduction.
+const size_t kCounts[] = {0, 1, 13, 7919, 65537};
+
+// Mappings of staging memfds in this process: its own and its peers'.
+int staging_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) n += line.find("/memfd:coll-staging") != std::string::npos;
+  return n;
+}
+
+// One allreduce on private buffers, checked exactly. The buffers start 72
+// and 136 bytes into their allocations: aligned for every datatype, not to
+// a cache line, so that line-sized copies meet ragged heads.
+bool private_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count, bool in_place) {
+  const size_t bytes = count * reduce::datatype_size(t);
+  std::vector<unsigned char> send(bytes + 136), recv(bytes + 200, 0xA5);
+  unsigned char* in = send.data() + 72;
+  unsigned char* out = in_place ? in : recv.data() + 136;
+  reference::fill_input(t, op, rank, count, in);
+  const std::string what = std::string(reduce::datatype_name(t)) + " " + reduce::redop_name(op) +
+                           " count=" + std::to_string(count) + (in_place ? " in-place" : " out-of-place") +
+                           " nranks=" + std::to_string(n);
+  const coll_result_t r = coll_allreduce(in, out, count, t, op, comm, nullptr);
+  EXPECT_EQ(r, COLL_SUCCESS) << "rank " << rank << " " << what << ": " << coll_get_last_error(comm);
+  if (r != COLL_SUCCESS) return false;
+  const size_t wrong = reference::count_wrong(t, op, n, count, out);
+  EXPECT_EQ(wrong, 0u) << "rank " << rank << " " << what;
+  if (!in_place) {
+    EXPECT_EQ(recv[135], 0xA5) << "rank " << rank << " " << what << ": written before the start";
+    EXPECT_EQ(recv[136 + bytes], 0xA5) << "rank " << rank << " " << what << ": written past the end";
+  }
+  return wrong == 0 && !::testing::Test::HasFailure();
+}
+
+// Ranks, and COLL_SHM_STREAM_BYTES ("0": outputs are written with
+// non-temporal stores; "1G": none is).
+using RanksStream = std::tuple<int, std::string>;
+class StagedAccess : public ::testing::TestWithParam<RanksStream> {};
+
+TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
+  const int nranks = std::get<0>(GetParam());
+  RankOptions options{.limit_s = 400,
+                      .env = {{"COLL_TIMEOUT_MS", "120000"},
+                              {"COLL_SHM_STAGED_BYTES", "0"},
+                              {"COLL_SHM_STREAM_BYTES", std::get<1>(GetParam())}}};
+  run_ranks(
+      nranks,
+      [&](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        ASSERT_EQ(staging_mappings(), 0);
+        bool ok = true;
+        for (size_t count : kCounts)
+          for (coll_datatype_t t : kTypes)
+            for (coll_redop_t op : kOps)
+              for (bool in_place : {false, true}) ok = ok && private_case(comm, rank, n, t, op, count, in_place);
+        // Windows of 2 MiB: float32 over two and a ragged third, bfloat16
+        // over two, int8 over three.
+        for (bool in_place : {false, true}) {
+          ok = ok && private_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 1048583, in_place);
+          ok = ok && private_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, 1048583, in_place);
+          ok = ok && private_case(comm, rank, n, COLL_INT8, COLL_MAX, 5242883, in_place);
+        }
+        if (ok) EXPECT_EQ(staging_mappings(), n) << "rank " << rank << ": its staging and every peer's";
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+        EXPECT_EQ(staging_mappings(), 0) << "rank " << rank << ": a staging mapped after coll_comm_destroy";
+      },
+      options);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, StagedAccess,
+                         ::testing::Combine(::testing::Values(2, 3, 4, 8), ::testing::Values("0", "1G")),
+                         [](const ::testing::TestParamInfo<RanksStream>& info) {
+                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
+                                  (std::get<1>(info.param) == "0" ? "streaming" : "cached");
+                         });
+
+// Below COLL_SHM_STAGED_BYTES (4M by default), and when COLL_ALGO names an
+// allreduce algorithm, the plan runs and no staging is made.
+TEST(StagedAccess, SmallOrNamedAlgorithmRunsThePlan) {
+  for (const char* algo : {"", "ring"}) {
+    run_ranks(
+        3,
+        [&](int rank, int n, const coll_unique_id_t& id) {
+          coll_comm_t comm = init_or_die(rank, n, id);
+          ASSERT_NE(comm, nullptr);
+          EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, (1 << 20) - 1, false));  // 4 MiB - 4
+          EXPECT_EQ(staging_mappings(), 0) << "rank " << rank << ": below the threshold";
+          EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, 1 << 20, false));
+          EXPECT_EQ(staging_mappings(), std::string(algo).empty() ? n : 0) << "rank " << rank << ": COLL_ALGO=" << algo;
+          EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+        },
+        RankOptions{.env = {{"COLL_ALGO", algo}}});
+  }
+}
+
+// Ranks that call different allreduces all fail, before any rank reads a
+// peer's staging.
+TEST(StagedAccess, DifferentCallsAreAnErrorOnEveryRank) {
+  run_ranks(
+      3,
+      [&](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        const size_t count = rank == 2 ? 131072 : 65536;  // the same low 16 bits, all a signature keeps
+        std::vector<float> v(count, 1.0f);
+        EXPECT_EQ(coll_allreduce(v.data(), v.data(), count, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_INVALID_USAGE)
+            << "rank " << rank;
+        const std::string why = coll_get_last_error(comm);
+        EXPECT_NE(why.find("called allreduce with count"), std::string::npos) << "rank " << rank << ": " << why;
+        EXPECT_EQ(staging_mappings(), 1) << "rank " << rank << ": its own staging, and no peer's";
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.env = {{"COLL_SHM_STAGED_BYTES", "64K"}}});
+}
+
+}  // namespace
+}  // namespace coll::testing
