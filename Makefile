@@ -51,19 +51,22 @@ sanitize: sanitize-build
 # ThreadSanitizer (clang) over the tests whose ranks run threads: the
 # bootstrap store's server, async operations and their worker, abort and
 # async errors from other threads, the flight recorder's signal dumps,
-# shrink, abort of non-blocking operations, the direct-access allreduce
-# (non-blocking ones run on the worker). (fault_test is left out: its time bounds and thread counts are for
-# uninstrumented builds; ASan runs it.)
+# shrink, abort of non-blocking operations, the direct-access allreduce and
+# its staged form (non-blocking ones run on the worker; the staged form's
+# tests without its matrix, which ASan runs). (fault_test is left out: its
+# time bounds and thread counts are for uninstrumented builds; ASan runs it.)
 TSAN_DIR ?= build-tsan
 TSAN_TESTS = unit_tests api_test p2p_async_test bootstrap_test failure_test shrink_test timeout_test direct_access_test
 tsan: deps
 	scripts/install-deps.sh clang libclang-rt-14-dev
 	cmake --preset tsan
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target $(TSAN_TESTS) colldiag
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target $(TSAN_TESTS) staged_access_test colldiag
 	for t in $(TSAN_TESTS); do \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" HWLOC_COMPONENTS=-pci \
 	    timeout 900 $(TSAN_DIR)/tests/$$t --gtest_brief=1 || exit 1; \
 	done
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" HWLOC_COMPONENTS=-pci \
+	  timeout 900 $(TSAN_DIR)/tests/staged_access_test --gtest_brief=1 --gtest_filter='StagedAccess.*'
 
 # Each libFuzzer target for FUZZ_SECONDS on the corpus in fuzz/corpus (new
 # inputs go to $(SANITIZE_DIR)/corpus, not into the repository).

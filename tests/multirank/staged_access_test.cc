@@ -145,5 +145,40 @@ TEST(StagedAccess, DifferentCallsAreAnErrorOnEveryRank) {
       RankOptions{.env = {{"COLL_SHM_STAGED_BYTES", "64K"}}});
 }
 
+// Non-blocking allreduces take the staged form on the worker thread, which
+// makes the staging there, while the caller issues more (make tsan runs
+// this).
+TEST(StagedAccess, NonBlockingOnesRunOnTheWorker) {
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        constexpr int kOps = 4;
+        constexpr size_t kCount = 65537;
+        std::vector<std::vector<float>> bufs(kOps, std::vector<float>(kCount));
+        std::vector<coll_request_t> requests(kOps);
+        for (int i = 0; i < kOps; ++i) {
+          float* v = bufs[static_cast<size_t>(i)].data();
+          reference::fill_input(COLL_FLOAT32, COLL_SUM, rank, kCount, v);
+          ASSERT_EQ(coll_allreduce_async(v, v, kCount, COLL_FLOAT32, COLL_SUM, comm, nullptr,
+                                         &requests[static_cast<size_t>(i)]),
+                    COLL_SUCCESS)
+              << coll_get_last_error(comm);
+          float small = 1.0f;  // below the threshold: the plan, compiled here
+          ASSERT_EQ(coll_allreduce(&small, &small, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+          EXPECT_EQ(small, 2.0f);
+        }
+        for (int i = 0; i < kOps; ++i) {
+          ASSERT_EQ(coll_wait(requests[static_cast<size_t>(i)]), COLL_SUCCESS) << coll_get_last_error(comm);
+          EXPECT_EQ(reference::count_wrong(COLL_FLOAT32, COLL_SUM, n, kCount, bufs[static_cast<size_t>(i)].data()), 0u)
+              << "rank " << rank << " operation " << i;
+        }
+        EXPECT_EQ(staging_mappings(), n) << "rank " << rank << ": its staging and its peer's";
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      RankOptions{.env = {{"COLL_SHM_STAGED_BYTES", "64K"}}});
+}
+
 }  // namespace
 }  // namespace coll::testing
