@@ -90,7 +90,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
       return static_cast<size_t>(v);
     };
     if (config::get_bool("COLL_SHM_MAPPED")) direct_bytes_ = bytes("COLL_SHM_DIRECT_BYTES");
-    staged_bytes_ = bytes("COLL_SHM_STAGED_BYTES");
+    if (config::get_bool("COLL_SHM_STAGED")) staged_bytes_ = bytes("COLL_SHM_STAGED_BYTES");
     stream_bytes_ = bytes("COLL_SHM_STREAM_BYTES");
   }
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
@@ -285,7 +285,7 @@ void Communicator::execute(std::vector<Job>& jobs) {
         : e.code() == Code::kTimeout && aborted_
             ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
         : std::string(e.what()).find(where) == std::string::npos
-            ? Error(e.code(), str_cat(where, " (", first.plan->schedule.algorithm, "): ", e.what()))
+            ? Error(e.code(), str_cat(where, " (", FlightRecorder::algorithm(record), "): ", e.what()))
             : e;
     recorder_->end(record, error.what());
     if (!aborted_) failed(error);  // an abort is the caller's doing, not an error found in the background

@@ -155,8 +155,8 @@ class Communicator {
   size_t direct_bytes_ = SIZE_MAX;
   size_t staged_bytes_ = SIZE_MAX;
   size_t stream_bytes_ = SIZE_MAX;
-  char* staging_ = nullptr;  // the staged form's, allocated on first use (coll_mem_alloc's kind of memory)
-  bool staging_failed_ = false;
+  char* staging_ = nullptr;      // the staged form's, allocated on first use (coll_mem_alloc's kind of memory)
+  bool staging_failed_ = false;  // once: said so in the log
   std::unique_ptr<algo::Selector> selector_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<Router> transport_;

@@ -41,10 +41,14 @@ const std::vector<Setting>& settings() {
        "with COLL_SHM_MAPPED=1 on one node: an allreduce of at least this size whose buffers on every rank "
        "come from coll_mem_alloc runs the direct-access allreduce (each rank reduces its slice from every "
        "input into every output); unless COLL_ALGO names an allreduce algorithm"},
+      {"COLL_SHM_STAGED", "bool", "1", "",
+       "on one node, 1: large allreduces on private buffers may run the direct-access allreduce through each "
+       "rank's staging, which the others map (set it alike on every rank); 0: never, and with "
+       "COLL_SHM_MAPPED=0 no rank probes whether it can map its peers' memory"},
       {"COLL_SHM_STAGED_BYTES", "int", "4M", "bytes",
-       "on one node: an allreduce of at least this size whose buffers are private runs the direct-access "
-       "allreduce through each rank's staging (which the others map), unless COLL_ALGO names an allreduce "
-       "algorithm"},
+       "with COLL_SHM_STAGED=1 on one node: an allreduce of at least this size whose buffers are private runs "
+       "the direct-access allreduce through each rank's staging, unless COLL_ALGO names an allreduce "
+       "algorithm (set it alike on every rank)"},
       {"COLL_SHM_STREAM_BYTES", "int", "1M", "bytes",
        "the direct-access allreduce, registered or staged, writes with non-temporal stores (past the caches) "
        "from this size"},

@@ -78,6 +78,8 @@ struct Offer {
 constexpr size_t kWindowBytes = 2 << 20;
 constexpr size_t kStagingBytes = 2 * kWindowBytes;
 
+using Access = transport::Transport::Access;
+
 // A block that stays in L1 while all n inputs are reduced into it; a whole
 // number of elements of every datatype.
 constexpr size_t kBlockBytes = 8 << 10;
@@ -166,7 +168,8 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   if (!all_direct && all_staged) {
     std::vector<const char*> staging(static_cast<size_t>(nranks_));
     for (int r : direct_peers_)
-      staging[static_cast<size_t>(r)] = transport_->access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes);
+      staging[static_cast<size_t>(r)] =
+          transport_->access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes, Access::kRead);
     staging[static_cast<size_t>(rank_)] = staging_;
     recorder_->set_algorithm(record, "direct_staged");
     staged_access(job, staging, deadline, record);
@@ -183,8 +186,9 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   std::vector<Output> out(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     const Offer& o = offers[static_cast<size_t>(r)];
-    in[static_cast<size_t>(r)] = r == rank_ ? static_cast<const char*>(job.send) : transport_->access(r, o.send, bytes);
-    char* at = r == rank_ ? static_cast<char*>(job.recv) : transport_->access(r, o.recv, bytes);
+    in[static_cast<size_t>(r)] =
+        r == rank_ ? static_cast<const char*>(job.send) : transport_->access(r, o.send, bytes, Access::kRead);
+    char* at = r == rank_ ? static_cast<char*>(job.recv) : transport_->access(r, o.recv, bytes, Access::kReadWrite);
     out[static_cast<size_t>(r)] = Output{at, streaming && at != in[static_cast<size_t>(r)]};
   }
   reduce_slice(job, in, out, algo::line_span(job.count, reduce::datatype_size(job.dtype), nranks_, rank_));
@@ -226,17 +230,19 @@ void Communicator::staged_access(const Job& job, const std::vector<const char*>&
   }
 }
 
-// The staging, allocated on the first operation that wants it; false when
-// that failed (then every rank runs the plan: the offers say so).
+// The staging, allocated by the first operation that wants it; false when
+// that failed (then every rank runs the plan: the offers say so), and tried
+// again by the next one (a memfd refused for want of descriptors, say, may
+// be granted later).
 bool Communicator::staging_ready() {
-  if (staging_ == nullptr && !staging_failed_) {
-    try {
-      staging_ = static_cast<char*>(transport::shm::allocate_region(kStagingBytes, "coll-staging"));
-    } catch (const Error& e) {
-      staging_failed_ = true;
+  if (staging_ != nullptr) return true;
+  try {
+    staging_ = static_cast<char*>(transport::shm::allocate_region(kStagingBytes, "coll-staging"));
+  } catch (const Error& e) {
+    if (!staging_failed_)
       log::warn(log::kColl, "rank ", rank_, ": no staging for large allreduces on this node (", e.what(),
-                "): they run their schedules");
-    }
+                "): they run their schedules until one can be made");
+    staging_failed_ = true;
   }
   return staging_ != nullptr;
 }

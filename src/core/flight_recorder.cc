@@ -75,6 +75,15 @@ FlightRecorder::~FlightRecorder() {
   registry().erase(this);
 }
 
+std::string FlightRecorder::algorithm(const OpRecord& r) {
+  char name[sizeof(uint64_t) * 4 + 1] = {};
+  for (size_t w = 0; w < r.algorithm.size(); ++w) {
+    const uint64_t word = r.algorithm[w].load(std::memory_order_relaxed);
+    std::memcpy(name + w * 8, &word, 8);
+  }
+  return name;
+}
+
 void FlightRecorder::set_algorithm(OpRecord& r, const std::string& algorithm) {
   for (size_t w = 0; w < r.algorithm.size(); ++w) {
     uint64_t word = 0;
@@ -140,16 +149,11 @@ std::string FlightRecorder::text(const char* reason) const {
   const uint64_t first = next > kEntries ? next - kEntries : 0;
   for (uint64_t i = first; i < next; ++i) {
     const OpRecord& r = ring_[i % kEntries];
-    char algorithm[sizeof(uint64_t) * 4 + 1] = {};
-    for (size_t w = 0; w < r.algorithm.size(); ++w) {
-      const uint64_t word = r.algorithm[w].load(relaxed);
-      std::memcpy(algorithm + w * 8, &word, 8);
-    }
     out << "op seq=" << r.seq.load(relaxed) << " collective=" << r.collective.load(relaxed)
         << " count=" << r.count.load(relaxed)
         << " dtype=" << reduce::datatype_name(static_cast<coll_datatype_t>(r.dtype.load(relaxed)))
         << " op=" << reduce::redop_name(static_cast<coll_redop_t>(r.op.load(relaxed)))
-        << " root=" << r.root.load(relaxed) << " jobs=" << r.jobs.load(relaxed) << " algorithm=" << algorithm
+        << " root=" << r.root.load(relaxed) << " jobs=" << r.jobs.load(relaxed) << " algorithm=" << algorithm(r)
         << " steps=" << r.steps.load(relaxed) << " done=" << r.steps_done.load(relaxed)
         << " state=" << state_name(r.state.load(relaxed)) << " start_us=" << r.start_us.load(relaxed)
         << " end_us=" << r.end_us.load(relaxed) << " waiting_on=" << (r.waiting_on[0] ? r.waiting_on.data() : "-")

@@ -57,6 +57,7 @@ class FlightRecorder {
   // The algorithm an operation turned out to run, when it was chosen after
   // begin (core/direct_access.cc).
   void set_algorithm(OpRecord& r, const std::string& algorithm);
+  static std::string algorithm(const OpRecord& r);
   // Whom a wait that outlived the first poll is on.
   void waiting_on(OpRecord& r, const std::string& peers);
   void end(OpRecord& r, const char* error);

@@ -47,9 +47,20 @@ uint64_t OpSignature::bits() const {
 
 std::string describe_mismatch(uint64_t ours, uint64_t theirs) {
   const Fields a = decode(ours), b = decode(theirs);
-  if (a.collective != b.collective)
+  if (a.collective != b.collective) {
+    // The direct-access allreduce (core/direct_access.cc) opens with an
+    // alltoall of offers, where a rank that does not take it runs the plan.
+    const unsigned allreduce = static_cast<unsigned>(Collective::kAllreduce);
+    const unsigned alltoall = static_cast<unsigned>(Collective::kAlltoall);
+    const bool direct_on_one_side = (a.collective == allreduce && b.collective == alltoall) ||
+                                    (a.collective == alltoall && b.collective == allreduce);
     return str_cat("it called ", collective_word(b.collective), " where this rank called ",
-                   collective_word(a.collective));
+                   collective_word(a.collective),
+                   direct_on_one_side ? " (a large allreduce on one node opens with an alltoall where it takes the "
+                                        "direct-access path: are COLL_SHM_MAPPED, COLL_SHM_DIRECT_BYTES, "
+                                        "COLL_SHM_STAGED and COLL_SHM_STAGED_BYTES the same everywhere?)"
+                                      : "");
+  }
   std::string out;
   auto add = [&](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };
   if (a.dtype != b.dtype)

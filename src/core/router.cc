@@ -139,8 +139,8 @@ bool Router::handle_for(const void* data, size_t bytes, transport::MemoryHandle*
 
 bool Router::can_access(int peer) const { return routed(peer) && transports_[route(peer)]->can_access(peer); }
 
-char* Router::access(int peer, const transport::MemoryHandle& handle, size_t bytes) {
-  return transports_[route(peer)]->access(peer, handle, bytes);
+char* Router::access(int peer, const transport::MemoryHandle& handle, size_t bytes, Access how) {
+  return transports_[route(peer)]->access(peer, handle, bytes, how);
 }
 
 bool Router::delivers_pieces_from(int peer) const { return transports_[route(peer)]->delivers_pieces_from(peer); }

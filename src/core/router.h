@@ -32,7 +32,7 @@ class Router final : public transport::Transport {
   // comes from the first transport that has one for the memory.
   bool handle_for(const void* data, size_t bytes, transport::MemoryHandle* handle) const override;
   bool can_access(int peer) const override;
-  char* access(int peer, const transport::MemoryHandle& handle, size_t bytes) override;
+  char* access(int peer, const transport::MemoryHandle& handle, size_t bytes, Access how) override;
   void poll(std::vector<transport::RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
   void close(const Error* why) override;

@@ -27,7 +27,7 @@ RequestId Transport::post_recv_sink(int peer, size_t, uint64_t, const Sink&) {
        ", but this transport does not deliver pieces");
 }
 
-char* Transport::access(int peer, const MemoryHandle&, size_t) {
+char* Transport::access(int peer, const MemoryHandle&, size_t, Access) {
   fail(Code::kInternal, capabilities().name, ": access to rank ", peer,
        "'s memory, but this transport has no one-sided access");
 }

@@ -101,11 +101,13 @@ class Transport {
   virtual bool handle_for(const void* /*data*/, size_t /*bytes*/, MemoryHandle* /*handle*/) const { return false; }
   // Whether this rank can access `peer`'s registered memory.
   virtual bool can_access(int /*peer*/) const { return false; }
-  // `peer`'s memory named by `handle`, readable and writable here; kRemote
-  // when the handle names nothing of the peer's. Valid until the next call
-  // that maps the peer's memory (a transport keeps a bounded number mapped),
-  // so callers take their pointers anew in every operation.
-  virtual char* access(int peer, const MemoryHandle& handle, size_t bytes);
+  // `peer`'s memory named by `handle`, readable here, and writable where
+  // `how` asks for it; kRemote when the handle names nothing of the peer's.
+  // Valid until the next call that maps the peer's memory (a transport keeps
+  // a bounded number mapped), so callers take their pointers anew in every
+  // operation.
+  enum class Access { kRead, kReadWrite };
+  virtual char* access(int peer, const MemoryHandle& handle, size_t bytes, Access how);
 
   // A short description of what is pending with `peer`, for timeout messages.
   virtual std::string pending_with(int peer) const = 0;

@@ -3,6 +3,7 @@
 // nothing (segments, descriptors, threads) left behind by a thousand
 // communicators, by aborts, or on the survivors of a killed peer.
 #include "support/multirank.h"
+#include "support/shared_buffers.h"
 #include "support/transports.h"
 
 #include <dirent.h>
@@ -87,14 +88,18 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
           const int fds_before = open_fds(), threads_before = threads();
           coll_comm_t comm = init_or_die(rank, n, id);
           ASSERT_NE(comm, nullptr);
+          std::vector<float> private_v(direct ? 0 : 1 << 18, 1.0f);
+          float* v = private_v.data();
+          if (direct) ASSERT_EQ(coll_mem_alloc(reinterpret_cast<void**>(&v), (1 << 18) * sizeof(float)), COLL_SUCCESS);
+          if (GetParam() == "shm_staged") {  // proof that the staged form runs, before anyone dies
+            ASSERT_EQ(coll_allreduce(v, v, 1 << 18, COLL_FLOAT32, COLL_MAX, comm, nullptr), COLL_SUCCESS);
+            ASSERT_EQ(staging_mappings(), n) << "rank " << rank << ": the staged form did not run";
+          }
           if (rank == victim)
             std::thread([after_ms] {
               std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
               raise(SIGKILL);
             }).detach();
-          std::vector<float> private_v(direct ? 0 : 1 << 18, 1.0f);
-          float* v = private_v.data();
-          if (direct) ASSERT_EQ(coll_mem_alloc(reinterpret_cast<void**>(&v), (1 << 18) * sizeof(float)), COLL_SUCCESS);
           const size_t sizes[] = {1, 1000, 1 << 14, 1 << 18};
           coll_result_t r = COLL_SUCCESS;
           double ms = 0;

@@ -7,6 +7,7 @@
 // the plan below the threshold and when COLL_ALGO names an algorithm; and
 // mismatched calls failing on every rank.
 #include "support/multirank.h"
+#include "support/shared_buffers.h"
 
 #include "reduce/reduce.h"
 #include "reduce/reference.h"
@@ -15,9 +16,15 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstring>
-#include <fstream>
+#include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -31,23 +38,20 @@ const coll_redop_t kOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
 // block of the reduction.
 const size_t kCounts[] = {0, 1, 13, 7919, 65537};
 
-// Mappings of staging memfds in this process: its own and its peers'.
-int staging_mappings() {
-  std::ifstream maps("/proc/self/maps");
-  int n = 0;
-  for (std::string line; std::getline(maps, line);) n += line.find("/memfd:coll-staging") != std::string::npos;
-  return n;
-}
-
-// One allreduce on private buffers, checked exactly. The buffers start 72
-// and 136 bytes into their allocations: aligned for every datatype, not to
-// a cache line, so that line-sized copies meet ragged heads.
+// One allreduce on private buffers, checked exactly: the result, the
+// input left alone (out of place), and nothing written around the output.
+// The buffers start 72 and 136 bytes into their allocations: aligned for
+// every datatype, not to a cache line, so that line-sized copies meet
+// ragged heads.
 bool private_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count, bool in_place) {
   const size_t bytes = count * reduce::datatype_size(t);
-  std::vector<unsigned char> send(bytes + 136), recv(bytes + 200, 0xA5);
+  std::vector<unsigned char> send(bytes + 200, 0xA5), recv(bytes + 200, 0xA5);
   unsigned char* in = send.data() + 72;
   unsigned char* out = in_place ? in : recv.data() + 136;
+  const unsigned char* around = in_place ? send.data() : recv.data();
+  const size_t at = static_cast<size_t>(out - around);
   reference::fill_input(t, op, rank, count, in);
+  const std::vector<unsigned char> input(in, in + bytes);
   const std::string what = std::string(reduce::datatype_name(t)) + " " + reduce::redop_name(op) +
                            " count=" + std::to_string(count) + (in_place ? " in-place" : " out-of-place") +
                            " nranks=" + std::to_string(n);
@@ -56,10 +60,9 @@ bool private_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_red
   if (r != COLL_SUCCESS) return false;
   const size_t wrong = reference::count_wrong(t, op, n, count, out);
   EXPECT_EQ(wrong, 0u) << "rank " << rank << " " << what;
-  if (!in_place) {
-    EXPECT_EQ(recv[135], 0xA5) << "rank " << rank << " " << what << ": written before the start";
-    EXPECT_EQ(recv[136 + bytes], 0xA5) << "rank " << rank << " " << what << ": written past the end";
-  }
+  EXPECT_EQ(around[at - 1], 0xA5) << "rank " << rank << " " << what << ": written before the start";
+  EXPECT_EQ(around[at + bytes], 0xA5) << "rank " << rank << " " << what << ": written past the end";
+  if (!in_place) EXPECT_TRUE(std::equal(input.begin(), input.end(), in)) << "rank " << rank << " " << what << ": input";
   return wrong == 0 && !::testing::Test::HasFailure();
 }
 
@@ -92,7 +95,10 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
           ok = ok && private_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, 1048583, in_place);
           ok = ok && private_case(comm, rank, n, COLL_INT8, COLL_MAX, 5242883, in_place);
         }
-        if (ok) EXPECT_EQ(staging_mappings(), n) << "rank " << rank << ": its staging and every peer's";
+        if (ok) {
+          EXPECT_EQ(staging_mappings(), n) << "rank " << rank << ": its staging and every peer's";
+          EXPECT_EQ(staging_mappings("r-"), n - 1) << "rank " << rank << ": the peers', read only";
+        }
         EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
         EXPECT_EQ(staging_mappings(), 0) << "rank " << rank << ": a staging mapped after coll_comm_destroy";
       },
@@ -143,6 +149,68 @@ TEST(StagedAccess, DifferentCallsAreAnErrorOnEveryRank) {
         coll_comm_destroy(comm);
       },
       RankOptions{.env = {{"COLL_SHM_STAGED_BYTES", "64K"}}});
+}
+
+// A rank that cannot make its staging (here: no descriptor left for the
+// memfd) offers none, and every rank runs the plan instead, exact, mapping
+// no peer's staging. Once it can again, the staged form runs.
+TEST(StagedAccess, ARankWithoutStagingSendsEveryRankToThePlan) {
+  run_ranks(
+      3,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        rlimit before{};
+        ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &before), 0);
+        if (rank == 1) {  // the lowest free descriptor becomes the limit: every number below it is taken
+          const int lowest_free = dup(0);
+          ASSERT_GE(lowest_free, 0);
+          close(lowest_free);
+          rlimit tight = before;
+          tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+          ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+        }
+        for (bool in_place : {false, true})
+          EXPECT_TRUE(private_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, in_place));
+        ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &before), 0);
+        EXPECT_EQ(staging_mappings(), rank == 1 ? 0 : 1) << "rank " << rank << ": a peer's staging was mapped";
+        EXPECT_TRUE(private_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, false));
+        EXPECT_EQ(staging_mappings(), n) << "rank " << rank << ": the staged form did not run once it could";
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      RankOptions{.env = {{"COLL_SHM_STAGED_BYTES", "64K"}}});
+}
+
+// Every kind of allreduce in a random order that all ranks share, each rank
+// sleeping a random while before each call: the staged form, the registered
+// one, the plan, and the staged form on a communicator split off, back to
+// back, so that a rank reuses its staging while a slow peer may still be
+// on the call before. Exact every time.
+TEST(StagedAccess, MixedWithEveryOtherPathUnderSkew) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        coll_comm_t half = nullptr;
+        ASSERT_EQ(coll_comm_split(comm, rank % 2, rank, &half), COLL_SUCCESS) << coll_get_last_error(comm);
+        std::mt19937 order(7), skew(static_cast<unsigned>(rank) + 100);
+        for (int i = 0; i < 40 && !::testing::Test::HasFailure(); ++i) {
+          const int kind = static_cast<int>(order() % 4);
+          const bool in_place = order() % 2 == 0;
+          const size_t count = 65537 + order() % 70000;
+          std::this_thread::sleep_for(std::chrono::microseconds(skew() % 800));
+          if (kind == 0) EXPECT_TRUE(private_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, count, in_place));
+          if (kind == 1) EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_INT32, COLL_MAX, count, in_place, true));
+          if (kind == 2) EXPECT_TRUE(private_case(comm, rank, n, COLL_FLOAT64, COLL_AVG, 7, in_place));
+          if (kind == 3) EXPECT_TRUE(private_case(half, rank / 2, n / 2, COLL_BFLOAT16, COLL_SUM, count, in_place));
+        }
+        EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << ": the registered form never ran";
+        EXPECT_EQ(staging_mappings(), n + n / 2) << "rank " << rank << ": each communicator's stagings";
+        EXPECT_EQ(coll_comm_destroy(half), COLL_SUCCESS);
+        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      },
+      RankOptions{.env = {{"COLL_SHM_MAPPED", "1"}, {"COLL_SHM_STAGED_BYTES", "64K"}}});
 }
 
 // Non-blocking allreduces take the staged form on the worker thread, which

@@ -17,18 +17,27 @@
 
 namespace coll::testing {
 
-// Mappings of coll_mem_alloc memfds in this process: its own regions plus
-// the peers' regions it mapped. `perms` keeps those whose permissions start
-// so: "rw" for its own and the peers' it writes into (direct access), "r-"
-// for the peers' it only reads messages from.
-inline int coll_mem_mappings(const std::string& perms = "") {
+// Mappings of the library's memfds named `name` in this process whose
+// permissions start with `perms`.
+inline int memfd_mappings(const std::string& name, const std::string& perms = "") {
   std::ifstream maps("/proc/self/maps");
   int n = 0;
   for (std::string line; std::getline(maps, line);)
-    if (line.find("/memfd:coll-mem") != std::string::npos && line.compare(line.find(' ') + 1, perms.size(), perms) == 0)
+    if (line.find("/memfd:" + name + " ") != std::string::npos &&
+        line.compare(line.find(' ') + 1, perms.size(), perms) == 0)
       ++n;
   return n;
 }
+
+// Mappings of coll_mem_alloc memfds in this process: its own regions plus
+// the peers' regions it mapped. `perms` keeps those whose permissions start
+// so: "rw" for its own and the peers' it writes into (direct access), "r-"
+// for the peers' it only reads.
+inline int coll_mem_mappings(const std::string& perms = "") { return memfd_mappings("coll-mem", perms); }
+
+// Mappings of staged-allreduce stagings (core/direct_access.cc): its own
+// and its peers', which it only reads.
+inline int staging_mappings(const std::string& perms = "") { return memfd_mappings("coll-staging", perms); }
 
 // A buffer inside a coll_mem_alloc region, `offset` bytes in, so that
 // references into the middle of a region are exercised too.

@@ -46,6 +46,12 @@ TEST(OpSignature, EachDifferenceIsNamed) {
             "it called allgather where this rank called send/recv");
   EXPECT_NE(describe_mismatch(ours, make_tag(ours >> kTagCounterBits, 9)).find("different algorithms"),
             std::string::npos);
+  // One rank took the direct-access path (its offers' alltoall), the other the plan.
+  for (const auto& [a, b] : {std::pair{Collective::kAllreduce, Collective::kAlltoall},
+                             std::pair{Collective::kAlltoall, Collective::kAllreduce}})
+    EXPECT_NE(describe_mismatch(tag(a, COLL_FLOAT32, COLL_SUM, 0, 8), tag(b, COLL_UINT8, COLL_SUM, 0, 120))
+                  .find("COLL_SHM_STAGED_BYTES the same everywhere?"),
+              std::string::npos);
 }
 
 TEST(FlightRecorder, KeepsTheLastOperationsInItsDump) {

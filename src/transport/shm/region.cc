@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -56,7 +57,7 @@ void* allocate_region(size_t bytes, const char* name) {
   auto failed = [&](const char* call) {  // errno is the call's
     int err = errno;
     if (fd >= 0) close(fd);
-    fail_errno(Code::kSystem, err, str_cat(name, ": ", bytes, " bytes"), call);
+    fail_errno(Code::kSystem, err, str_cat("allocating ", bytes, " bytes of shared memory (", name, ")"), call);
   };
   if (fd < 0) failed("memfd_create");
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) failed("ftruncate");
@@ -148,6 +149,19 @@ bool can_take_descriptor(int pidfd, int fd, uint64_t inode, std::string* why) {
   close(taken);
   if (!same) *why = "pidfd_getfd gave another file than the probe";
   return same;
+}
+
+std::string descriptor_taking_refused() {
+  std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  if (!(yama >> scope) || scope == 0) return "";
+  // CAP_SYS_PTRACE (bit 19 of the effective set) lets scopes 1 and 2 through.
+  std::ifstream status("/proc/self/status");
+  uint64_t effective = 0;
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("CapEff:", 0) == 0) effective = std::stoull(line.substr(7), nullptr, 16);
+  if (scope < 3 && (effective >> 19 & 1) != 0) return "";
+  return str_cat("kernel.yama.ptrace_scope=", scope, scope < 3 ? " without CAP_SYS_PTRACE" : "");
 }
 
 int make_probe(uint64_t* inode) {

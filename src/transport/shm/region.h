@@ -74,8 +74,15 @@ class PeerRegions {
 
 // Whether this process may take descriptor `fd` of the process behind
 // `pidfd`, and it is the file with `inode`: the init-time probe that decides
-// whether a peer's messages may come as references. `why` says why not.
+// whether this rank maps a peer's regions (its messages as references, its
+// buffers and staging for the direct-access allreduce). `why` says why not.
 bool can_take_descriptor(int pidfd, int fd, uint64_t inode, std::string* why);
+
+// Why this process cannot take its peers' descriptors, known without trying
+// (a refused attempt leaves a notice in the kernel log): Yama's
+// kernel.yama.ptrace_scope of 1 or 2 without CAP_SYS_PTRACE, or 3. Empty
+// when it may try.
+std::string descriptor_taking_refused();
 
 // A memfd of no size whose descriptor peers probe; its inode.
 int make_probe(uint64_t* inode);

@@ -83,7 +83,7 @@ ShmTransport::ShmTransport(int rank, int nranks, const std::string& job_tag, con
   caps_.name = "shm";
   caps_.same_host_only = true;
   caps_.delivers_pieces = true;
-  caps_.one_sided_write = true;  // coll_mem_alloc buffers, where the peer allows mapping (can_access)
+  caps_.one_sided_write = true;  // peers' regions (coll_mem_alloc buffers, stagings) where the probe allowed it
   caps_.latency_us = 2;
   caps_.bandwidth_gbps = 5;
   probe_word_ = 0x5ca1ab1e00000000ull | static_cast<uint64_t>(getpid());
@@ -109,13 +109,23 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     return static_cast<uint32_t>(std::find(local.begin(), local.end(), r) - local.begin());
   };
   const bool single_copy_allowed = config::get_bool("COLL_SHM_SINGLE_COPY");
-  // Mapping the peers' regions serves the core's one-sided access (its own
-  // staging, and coll_mem_alloc buffers); messages travel as references only
-  // with COLL_SHM_MAPPED=1.
+  // Mapping the peers' regions serves the core's one-sided access (the
+  // staged allreduce's staging, coll_mem_alloc buffers) and, with
+  // COLL_SHM_MAPPED=1, messages that travel as references. No probe where
+  // neither is wanted, or where the kernel would refuse it (and log that).
   const bool references_allowed = config::get_bool("COLL_SHM_MAPPED");
+  std::string no_mapping = references_allowed || config::get_bool("COLL_SHM_STAGED")
+                               ? descriptor_taking_refused()
+                               : "COLL_SHM_MAPPED=0 and COLL_SHM_STAGED=0";
   Segment::Probes probes{reinterpret_cast<uint64_t>(&probe_word_), probe_word_};
-  region_probe_ = net::Fd(make_probe(&probes.inode));
-  probes.fd = region_probe_.get();
+  if (no_mapping.empty()) {
+    try {
+      region_probe_ = net::Fd(make_probe(&probes.inode));
+      probes.fd = region_probe_.get();
+    } catch (const Error& e) {  // a sandbox without memfd: only what mapping would give is lost
+      no_mapping = e.what();
+    }
+  }
   own_ = Segment::create(name_, static_cast<uint32_t>(local.size()), kSlots, kSlotBytes, probes);
 
   peer_index_.assign(static_cast<size_t>(nranks_), -1);
@@ -141,10 +151,10 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     p.in_slots = own_.slots(p.index_here);
     // Can we map this peer's coll_mem_alloc buffers? Probed before we count
     // as attached: the peer closes its probe once every rank has.
-    std::string why = "it published no probe";
+    std::string why = no_mapping.empty() ? "it published no probe" : no_mapping;
     const SegmentHeader& theirs = p.segment.header();
-    const bool can_map =
-        theirs.probe_fd >= 0 && can_take_descriptor(p.pidfd.get(), theirs.probe_fd, theirs.probe_inode, &why);
+    const bool can_map = no_mapping.empty() && theirs.probe_fd >= 0 &&
+                         can_take_descriptor(p.pidfd.get(), theirs.probe_fd, theirs.probe_inode, &why);
     p.in_ring->map_ok.store(can_map && references_allowed ? 1 : 0, std::memory_order_release);
     p.can_map = can_map;
     if (!can_map)
@@ -383,12 +393,12 @@ bool ShmTransport::can_access(int rank) const {
   return !closed_ && i >= 0 && peers_[static_cast<size_t>(i)].can_map;
 }
 
-char* ShmTransport::access(int rank, const MemoryHandle& handle, size_t bytes) {
+char* ShmTransport::access(int rank, const MemoryHandle& handle, size_t bytes, Access how) {
   Peer& p = peer(rank, "accesses the memory of");
   if (!p.can_map) fail(Code::kInternal, "shm: rank ", rank_, " may not map ", name(p), "'s buffers");
   RegionRef ref{};
   std::memcpy(&ref, handle.bytes.data(), sizeof(ref));
-  return map_region(p, ref, bytes, /*writable=*/true);
+  return map_region(p, ref, bytes, how == Access::kReadWrite);
 }
 
 bool ShmTransport::progress(std::vector<RequestId>& done) {

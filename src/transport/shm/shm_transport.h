@@ -68,7 +68,7 @@ class ShmTransport final : public Transport {
   RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const Sink& sink) override;
   bool handle_for(const void* data, size_t bytes, MemoryHandle* handle) const override;
   bool can_access(int peer) const override;
-  char* access(int peer, const MemoryHandle& handle, size_t bytes) override;
+  char* access(int peer, const MemoryHandle& handle, size_t bytes, Access how) override;
   void poll(std::vector<RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
   void close(const Error* why) override;
