@@ -21,17 +21,6 @@
 namespace coll::testing {
 namespace {
 
-const coll_datatype_t kTypes[] = {COLL_INT8,     COLL_UINT32,  COLL_INT64,  COLL_FLOAT16,
-                                  COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
-const coll_redop_t kOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
-// 0 and 1, a prime under one 64-byte line per rank, primes across the 8 KiB
-// block, and 1 MiB-and-more of float32 for the non-temporal stores.
-const size_t kCounts[] = {0, 1, 13, 7919, 65537};
-constexpr size_t kLarge = 1048583;
-
-// Ranks, and COLL_SHM_STREAM_BYTES ("0": every output that is not its
-// rank's input is written with non-temporal stores; "1G": none is).
-using RanksStream = std::tuple<int, std::string>;
 class DirectAccess : public ::testing::TestWithParam<RanksStream> {};
 
 TEST_P(DirectAccess, ExactForEveryTypeOpAndCount) {
@@ -47,7 +36,7 @@ TEST_P(DirectAccess, ExactForEveryTypeOpAndCount) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         ASSERT_EQ(coll_mem_mappings("rw"), 0);
-        bool ok = allreduce_matrix(comm, rank, n, kTypes, kOps, kCounts, kLarge);
+        bool ok = allreduce_matrix(comm, rank, n, kDirectTypes, kDirectOps, kDirectCounts, kDirectLarge);
         // Every buffer above is freed again: what is mapped writable now is
         // peers' memory this rank wrote into.
         if (ok) EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << " wrote into no peer's buffer";
@@ -56,12 +45,7 @@ TEST_P(DirectAccess, ExactForEveryTypeOpAndCount) {
       options);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, DirectAccess,
-                         ::testing::Combine(::testing::Values(2, 3, 4, 8), ::testing::Values("0", "1G")),
-                         [](const ::testing::TestParamInfo<RanksStream>& info) {
-                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
-                                  (std::get<1>(info.param) == "0" ? "streaming" : "cached");
-                         });
+INSTANTIATE_TEST_SUITE_P(Ranks, DirectAccess, ranks_and_streaming(), ranks_stream_name);
 
 // One rank's input is private memory: every rank learns it from the offers
 // and runs the plan instead, exact, and no rank writes into a peer's buffer.
@@ -74,9 +58,10 @@ TEST(DirectAccess, OnePrivateBufferSendsEveryRankToThePlan) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         for (bool in_place : {false, true})
-          EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, in_place, rank != 1));
+          EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, in_place,
+                                     rank != 1 ? Memory::kShared : Memory::kPrivateInput));
         EXPECT_EQ(coll_mem_mappings("rw"), 0) << "rank " << rank << " wrote into a peer's buffer";
-        EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, false, true));
+        EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, false, Memory::kShared));
         EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << " did not take the direct path";
         EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
@@ -156,9 +141,10 @@ TEST(DirectAccess, SmallOrNamedAlgorithmRunsThePlan) {
         [&](int rank, int n, const coll_unique_id_t& id) {
           coll_comm_t comm = init_or_die(rank, n, id);
           ASSERT_NE(comm, nullptr);
-          EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_INT32, COLL_SUM, 16383, false, true));  // 64 KiB - 4
+          EXPECT_TRUE(
+              allreduce_case(comm, rank, n, COLL_INT32, COLL_SUM, 16383, false, Memory::kShared));  // 64 KiB - 4
           EXPECT_EQ(coll_mem_mappings("rw"), 0) << "rank " << rank << ": below the threshold";
-          EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_INT32, COLL_SUM, 16384, false, true));
+          EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_INT32, COLL_SUM, 16384, false, Memory::kShared));
           if (std::string(algo).empty())
             EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << ": at the threshold";
           else

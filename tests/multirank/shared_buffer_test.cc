@@ -59,7 +59,7 @@ TEST_P(SharedAllreduce, ExactAndReadInPlace) {
         ASSERT_NE(comm, nullptr);
         const int before = coll_mem_mappings();
         bool ok = allreduce_matrix(comm, rank, n, kTypes, kOps, kCounts, kLarge);
-        ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, kLarge, false, false);
+        ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, kLarge, false, Memory::kPrivateInput);
         // Every rank receives a large chunk from some peer: it mapped that
         // peer's buffer (its own buffers were freed again).
         if (ok) EXPECT_GT(coll_mem_mappings(), before) << "rank " << rank << " read no peer buffer in place";

@@ -5,7 +5,8 @@
 // count, in place and not, with and without non-temporal stores; proof that
 // it ran (each rank maps every peer's staging, which /proc/self/maps shows);
 // the plan below the threshold and when COLL_ALGO names an algorithm; and
-// mismatched calls failing on every rank.
+// mismatched calls failing on every rank; the fall back when a rank has no
+// staging; every path mixed under skew; non-blocking calls on the worker.
 #include "support/multirank.h"
 #include "support/shared_buffers.h"
 
@@ -19,56 +20,20 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 namespace coll::testing {
 namespace {
 
-const coll_datatype_t kTypes[] = {COLL_INT8,     COLL_UINT32,  COLL_INT64,  COLL_FLOAT16,
-                                  COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
-const coll_redop_t kOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
-// 0 and 1, a prime under one 64-byte line per rank, primes across the 8 KiB
-// block of the reduction.
-const size_t kCounts[] = {0, 1, 13, 7919, 65537};
-
-// One allreduce on private buffers, checked exactly: the result, the
-// input left alone (out of place), and nothing written around the output.
-// The buffers start 72 and 136 bytes into their allocations: aligned for
-// every datatype, not to a cache line, so that line-sized copies meet
-// ragged heads.
+// One allreduce on private buffers, checked exactly (support/shared_buffers.h).
 bool private_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count, bool in_place) {
-  const size_t bytes = count * reduce::datatype_size(t);
-  std::vector<unsigned char> send(bytes + 200, 0xA5), recv(bytes + 200, 0xA5);
-  unsigned char* in = send.data() + 72;
-  unsigned char* out = in_place ? in : recv.data() + 136;
-  const unsigned char* around = in_place ? send.data() : recv.data();
-  const size_t at = static_cast<size_t>(out - around);
-  reference::fill_input(t, op, rank, count, in);
-  const std::vector<unsigned char> input(in, in + bytes);
-  const std::string what = std::string(reduce::datatype_name(t)) + " " + reduce::redop_name(op) +
-                           " count=" + std::to_string(count) + (in_place ? " in-place" : " out-of-place") +
-                           " nranks=" + std::to_string(n);
-  const coll_result_t r = coll_allreduce(in, out, count, t, op, comm, nullptr);
-  EXPECT_EQ(r, COLL_SUCCESS) << "rank " << rank << " " << what << ": " << coll_get_last_error(comm);
-  if (r != COLL_SUCCESS) return false;
-  const size_t wrong = reference::count_wrong(t, op, n, count, out);
-  EXPECT_EQ(wrong, 0u) << "rank " << rank << " " << what;
-  EXPECT_EQ(around[at - 1], 0xA5) << "rank " << rank << " " << what << ": written before the start";
-  EXPECT_EQ(around[at + bytes], 0xA5) << "rank " << rank << " " << what << ": written past the end";
-  if (!in_place) EXPECT_TRUE(std::equal(input.begin(), input.end(), in)) << "rank " << rank << " " << what << ": input";
-  return wrong == 0 && !::testing::Test::HasFailure();
+  return allreduce_case(comm, rank, n, t, op, count, in_place, Memory::kPrivate);
 }
 
-// Ranks, and COLL_SHM_STREAM_BYTES ("0": outputs are written with
-// non-temporal stores; "1G": none is).
-using RanksStream = std::tuple<int, std::string>;
 class StagedAccess : public ::testing::TestWithParam<RanksStream> {};
 
 TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
@@ -83,18 +48,12 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         ASSERT_EQ(staging_mappings(), 0);
-        bool ok = true;
-        for (size_t count : kCounts)
-          for (coll_datatype_t t : kTypes)
-            for (coll_redop_t op : kOps)
-              for (bool in_place : {false, true}) ok = ok && private_case(comm, rank, n, t, op, count, in_place);
-        // Windows of 2 MiB: float32 over two and a ragged third, bfloat16
-        // over two, int8 over three.
-        for (bool in_place : {false, true}) {
-          ok = ok && private_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 1048583, in_place);
-          ok = ok && private_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, 1048583, in_place);
+        // Windows of 2 MiB: the large float32 over two and a ragged third,
+        // bfloat16 over two; int8 over three, below.
+        bool ok =
+            allreduce_matrix(comm, rank, n, kDirectTypes, kDirectOps, kDirectCounts, kDirectLarge, Memory::kPrivate);
+        for (bool in_place : {false, true})
           ok = ok && private_case(comm, rank, n, COLL_INT8, COLL_MAX, 5242883, in_place);
-        }
         if (ok) {
           EXPECT_EQ(staging_mappings(), n) << "rank " << rank << ": its staging and every peer's";
           EXPECT_EQ(staging_mappings("r-"), n - 1) << "rank " << rank << ": the peers', read only";
@@ -105,12 +64,7 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
       options);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, StagedAccess,
-                         ::testing::Combine(::testing::Values(2, 3, 4, 8), ::testing::Values("0", "1G")),
-                         [](const ::testing::TestParamInfo<RanksStream>& info) {
-                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
-                                  (std::get<1>(info.param) == "0" ? "streaming" : "cached");
-                         });
+INSTANTIATE_TEST_SUITE_P(Ranks, StagedAccess, ranks_and_streaming(), ranks_stream_name);
 
 // Below COLL_SHM_STAGED_BYTES (4M by default), and when COLL_ALGO names an
 // allreduce algorithm, the plan runs and no staging is made.
@@ -201,7 +155,8 @@ TEST(StagedAccess, MixedWithEveryOtherPathUnderSkew) {
           const size_t count = 65537 + order() % 70000;
           std::this_thread::sleep_for(std::chrono::microseconds(skew() % 800));
           if (kind == 0) EXPECT_TRUE(private_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, count, in_place));
-          if (kind == 1) EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_INT32, COLL_MAX, count, in_place, true));
+          if (kind == 1)
+            EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_INT32, COLL_MAX, count, in_place, Memory::kShared));
           if (kind == 2) EXPECT_TRUE(private_case(comm, rank, n, COLL_FLOAT64, COLL_AVG, 7, in_place));
           if (kind == 3) EXPECT_TRUE(private_case(half, rank / 2, n / 2, COLL_BFLOAT16, COLL_SUM, count, in_place));
         }

@@ -9,10 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace coll::testing {
@@ -53,47 +56,88 @@ struct Shared {
   unsigned char* data = nullptr;
 };
 
-// One allreduce from shared buffers, checked; `send_shared` false: only the
-// output is shared (the input is private memory).
+// Where a case's buffers live: both in coll_mem_alloc memory, only the
+// output (the input is private), or neither.
+enum class Memory { kShared, kPrivateInput, kPrivate };
+
+// One allreduce, checked exactly: the result, nothing written around the
+// output, and the input left alone (out of place). The buffers start 72
+// and 136 bytes into their allocations: aligned for every datatype, not to
+// a cache line, so that line-sized copies meet ragged heads (and references
+// point into the middle of a region).
 inline bool allreduce_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count,
-                           bool in_place, bool send_shared) {
-  const size_t es = reduce::datatype_size(t), bytes = count * es;
-  // 72 and 136 bytes into their regions: aligned for every datatype, not to
-  // a cache line, so that line-sized copies meet ragged heads.
-  Shared send(bytes + 64, 72), recv(bytes + 64, 136);
-  std::vector<unsigned char> private_send(send_shared ? 0 : bytes + 64);
-  unsigned char* in = send_shared ? send.data : private_send.data();
+                           bool in_place, Memory memory) {
+  const size_t bytes = count * reduce::datatype_size(t), room = bytes + 200;
+  std::optional<Shared> shared_send, shared_recv;
+  std::vector<unsigned char> private_send, private_recv;
+  if (memory == Memory::kShared) shared_send.emplace(room, 0);
+  if (memory != Memory::kPrivate) shared_recv.emplace(room, 0);
+  if (!shared_send) private_send.resize(room);
+  if (!shared_recv) private_recv.resize(room);
+  unsigned char* send = shared_send ? shared_send->data : private_send.data();
+  unsigned char* recv = shared_recv ? shared_recv->data : private_recv.data();
+  std::memset(send, 0xA5, room);
+  std::memset(recv, 0xA5, room);
+  unsigned char* in = send + 72;
+  unsigned char* out = in_place ? in : recv + 136;
+  const unsigned char* around = in_place ? send : recv;
+  const size_t at = static_cast<size_t>(out - around);
   reference::fill_input(t, op, rank, count, in);
-  std::memset(recv.data, 0xA5, bytes + 64);
-  void* out = in_place ? static_cast<void*>(in) : recv.data;
+  const std::vector<unsigned char> input(in, in + bytes);
+  const char* where[] = {"", " (private input)", " (private buffers)"};
   const std::string what = std::string(reduce::datatype_name(t)) + " " + reduce::redop_name(op) +
                            " count=" + std::to_string(count) + (in_place ? " in-place" : " out-of-place") +
-                           (send_shared ? "" : " (private input)") + " nranks=" + std::to_string(n);
-  coll_result_t r = coll_allreduce(in, out, count, t, op, comm, nullptr);
+                           where[static_cast<int>(memory)] + " nranks=" + std::to_string(n);
+  const coll_result_t r = coll_allreduce(in, out, count, t, op, comm, nullptr);
   EXPECT_EQ(r, COLL_SUCCESS) << "rank " << rank << " " << what << ": " << coll_get_last_error(comm);
   if (r != COLL_SUCCESS) return false;
   const size_t wrong = reference::count_wrong(t, op, n, count, out);
   EXPECT_EQ(wrong, 0u) << "rank " << rank << " " << what;
-  if (!in_place) EXPECT_EQ(recv.data[bytes], 0xA5) << "rank " << rank << " " << what << ": written past the end";
+  EXPECT_EQ(around[at - 1], 0xA5) << "rank " << rank << " " << what << ": written before the start";
+  EXPECT_EQ(around[at + bytes], 0xA5) << "rank " << rank << " " << what << ": written past the end";
+  if (!in_place) EXPECT_TRUE(std::equal(input.begin(), input.end(), in)) << "rank " << rank << " " << what << ": input";
   return wrong == 0 && !::testing::Test::HasFailure();
 }
 
-// Every count x dtype x op, in place and not, from shared buffers; then
-// float32 sum, bfloat16 avg and int8 max at `large` elements, in place and
-// not. False from the first case that failed.
+// Every count x dtype x op, in place and not; then float32 sum, bfloat16
+// avg and int8 max at `large` elements, in place and not. False from the
+// first case that failed.
 inline bool allreduce_matrix(coll_comm_t comm, int rank, int n, std::span<const coll_datatype_t> types,
-                             std::span<const coll_redop_t> ops, std::span<const size_t> counts, size_t large) {
+                             std::span<const coll_redop_t> ops, std::span<const size_t> counts, size_t large,
+                             Memory memory = Memory::kShared) {
   bool ok = true;
   for (size_t count : counts)
     for (coll_datatype_t t : types)
       for (coll_redop_t op : ops)
-        for (bool in_place : {false, true}) ok = ok && allreduce_case(comm, rank, n, t, op, count, in_place, true);
+        for (bool in_place : {false, true}) ok = ok && allreduce_case(comm, rank, n, t, op, count, in_place, memory);
   for (bool in_place : {false, true}) {
-    ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, large, in_place, true);
-    ok = ok && allreduce_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, large, in_place, true);
-    ok = ok && allreduce_case(comm, rank, n, COLL_INT8, COLL_MAX, large, in_place, true);
+    ok = ok && allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, large, in_place, memory);
+    ok = ok && allreduce_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, large, in_place, memory);
+    ok = ok && allreduce_case(comm, rank, n, COLL_INT8, COLL_MAX, large, in_place, memory);
   }
   return ok;
+}
+
+// The direct-access tests' matrix (registered and staged): every datatype
+// kind and op; counts 0 and 1, a prime under one 64-byte line per rank,
+// primes across the 8 KiB block of the reduction; then 1 MiB-and-more of
+// float32, past the non-temporal stores' threshold and the staged form's
+// 2 MiB window.
+inline constexpr coll_datatype_t kDirectTypes[] = {COLL_INT8,     COLL_UINT32,  COLL_INT64,  COLL_FLOAT16,
+                                                   COLL_BFLOAT16, COLL_FLOAT32, COLL_FLOAT64};
+inline constexpr coll_redop_t kDirectOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
+inline constexpr size_t kDirectCounts[] = {0, 1, 13, 7919, 65537};
+inline constexpr size_t kDirectLarge = 1048583;
+
+// Their parameters: ranks, and COLL_SHM_STREAM_BYTES ("0": every output
+// that is not its rank's input is written with non-temporal stores; "1G":
+// none is).
+using RanksStream = std::tuple<int, std::string>;
+inline auto ranks_and_streaming() {
+  return ::testing::Combine(::testing::Values(2, 3, 4, 5, 8), ::testing::Values(std::string("0"), std::string("1G")));
+}
+inline std::string ranks_stream_name(const ::testing::TestParamInfo<RanksStream>& info) {
+  return std::to_string(std::get<0>(info.param)) + "ranks_" + (std::get<1>(info.param) == "0" ? "streaming" : "cached");
 }
 
 }  // namespace coll::testing
