@@ -13,11 +13,12 @@
 //
 //   1. Offer: every rank sends every peer the handles to its input and output
 //      (transport::MemoryHandle), whether it can access every peer, and what
-//      it called (signature and count). All ranks learn the same offers, so
-//      all take the same branch: if one rank's buffers are not registered,
-//      every rank runs the plan instead; if ranks called different
-//      operations, every rank fails with COLL_INVALID_USAGE (the plan's
-//      messages would have caught it; here nothing else would).
+//      it called (signature and count), and its staging (below). All ranks
+//      learn the same offers, so all take the same branch: if one rank's
+//      buffers are not registered, every rank takes the staged form if
+//      every rank offered its staging, else runs the plan; if ranks called
+//      different operations, every rank fails with COLL_INVALID_USAGE (the
+//      plan's messages would have caught it; here nothing else would).
 //   2. Reduce its slice from all inputs into all outputs.
 //   3. A barrier: no rank returns (and lets its caller touch its buffers)
 //      while another still reads its input or writes its output.
@@ -73,8 +74,9 @@ struct Offer {
 // The staging: X and Y, a window each (see above). Windows of 1 to 4 MiB
 // measured alike at 64 MiB on 2 ranks; 2 MiB keeps 8 ranks' staging inside
 // a 48 MiB last-level cache, and the barriers per window cost microseconds
-// against its milliseconds. X is written with ordinary stores, to stay in
-// the cache: streaming it measured 14 ms at 64 MiB against 12.
+// against its milliseconds. X and Y are written with ordinary stores, to
+// stay in the cache: streaming them took 13.5-16.7 ms at 64 MiB in a model
+// of two processes, against 11.0-13.2 (docs/PERFORMANCE.md).
 constexpr size_t kWindowBytes = 2 << 20;
 constexpr size_t kStagingBytes = 2 * kWindowBytes;
 
@@ -222,7 +224,7 @@ void Communicator::staged_access(const Job& job, const std::vector<const char*>&
     run_inside(barrier_job_, nullptr, nullptr, deadline, record);
     // 3. Every other slice from its owner's Y into our output; in place,
     // with ordinary stores, as in the registered form (4 MiB in place took
-    // 537-633 us so against 707-1027 streamed; at 16 and 64 MiB alike).
+    // 537-633 us against 707-1027 streamed; at 16 and 64 MiB alike).
     for (int r : direct_peers_) {
       const algo::Span s = slice(r);
       copy(recv + s.offset * es, staging[static_cast<size_t>(r)] + kWindowBytes + s.offset * es, s.count * es,
