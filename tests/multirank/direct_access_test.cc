@@ -5,7 +5,9 @@
 // without non-temporal stores; proof that it ran (each rank maps its peers'
 // buffers writable, which /proc/self/maps shows); and the fall back to the
 // plan, still exact and writing nothing of a peer's, when one rank's buffer
-// is private memory.
+// is private memory. For both forms, registered and staged
+// (staged_access_test): mismatched calls failing on every rank before any
+// peer's memory is touched, and non-blocking calls on the worker thread.
 #include "support/multirank.h"
 #include "support/shared_buffers.h"
 
@@ -68,10 +70,14 @@ TEST(DirectAccess, OnePrivateBufferSendsEveryRankToThePlan) {
       options);
 }
 
+// The tests that hold for both forms, registered and staged.
+class DirectForms : public ::testing::TestWithParam<DirectForm> {};
+
 // Ranks that call different allreduces: the plan's messages would say so;
 // here the offers must, on every rank, before any rank touches a peer's
-// buffer.
-TEST(DirectAccess, DifferentCallsAreAnErrorOnEveryRank) {
+// memory.
+TEST_P(DirectForms, DifferentCallsAreAnErrorOnEveryRank) {
+  const DirectForm& form = GetParam();
   for (const bool differ_in_count : {true, false}) {
     run_ranks(
         3,
@@ -81,38 +87,42 @@ TEST(DirectAccess, DifferentCallsAreAnErrorOnEveryRank) {
           // 65536 and 131072 share the low 16 bits, all a signature keeps of a count.
           const size_t count = differ_in_count && rank == 2 ? 131072 : 65536;
           const coll_redop_t op = !differ_in_count && rank == 2 ? COLL_MAX : COLL_SUM;
-          Shared send(count * 4, 0), recv(count * 4, 0);
+          Buffer send(count * 4, 0, form.shared), recv(count * 4, 0, form.shared);
+          const int before = mapped_by_form(form);
           EXPECT_EQ(coll_allreduce(send.data, recv.data, count, COLL_FLOAT32, op, comm, nullptr), COLL_INVALID_USAGE)
               << "rank " << rank;
           const std::string why = coll_get_last_error(comm);
           EXPECT_NE(why.find(differ_in_count ? "called allreduce with count" : "called a different operation"),
                     std::string::npos)
               << "rank " << rank << ": " << why;
-          EXPECT_EQ(coll_mem_mappings("rw"), 2) << "rank " << rank << ": its own two buffers, and no peer's";
+          EXPECT_EQ(mapped_by_form(form), before) << "rank " << rank << ": a peer's memory was mapped";
           coll_comm_destroy(comm);
         },
-        RankOptions{.env = {{"COLL_SHM_MAPPED", "1"}}});
+        RankOptions{.env = form.env});
   }
 }
 
-// Non-blocking allreduces take the direct path on the worker thread while
-// the caller issues more (its compile and the worker's run share no state;
-// make tsan runs this).
-TEST(DirectAccess, NonBlockingOnesRunOnTheWorker) {
+// Non-blocking allreduces take the direct path on the worker thread (the
+// staged form makes its staging there) while the caller issues more (its
+// compile and the worker's run share no state; make tsan runs this).
+TEST_P(DirectForms, NonBlockingOnesRunOnTheWorker) {
+  const DirectForm& form = GetParam();
   run_ranks(
       2,
-      [](int rank, int n, const coll_unique_id_t& id) {
+      [&](int rank, int n, const coll_unique_id_t& id) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         constexpr int kOps = 6;
         constexpr size_t kCount = 65537;
-        std::vector<std::unique_ptr<Shared>> bufs;
+        std::vector<std::unique_ptr<Buffer>> bufs;
+        for (int i = 0; i < kOps; ++i) bufs.push_back(std::make_unique<Buffer>(kCount * 4, 72, form.shared));
+        const int before = mapped_by_form(form);  // the registered form's own buffers
         std::vector<coll_request_t> requests(kOps);
         for (int i = 0; i < kOps; ++i) {
-          bufs.push_back(std::make_unique<Shared>(kCount * 4, 72));
-          reference::fill_input(COLL_FLOAT32, COLL_SUM, rank, kCount, bufs.back()->data);
-          ASSERT_EQ(coll_allreduce_async(bufs.back()->data, bufs.back()->data, kCount, COLL_FLOAT32, COLL_SUM, comm,
-                                         nullptr, &requests[static_cast<size_t>(i)]),
+          unsigned char* v = bufs[static_cast<size_t>(i)]->data;
+          reference::fill_input(COLL_FLOAT32, COLL_SUM, rank, kCount, v);
+          ASSERT_EQ(coll_allreduce_async(v, v, kCount, COLL_FLOAT32, COLL_SUM, comm, nullptr,
+                                         &requests[static_cast<size_t>(i)]),
                     COLL_SUCCESS)
               << coll_get_last_error(comm);
           float small = 1.0f;  // private, below the threshold: the plan, compiled here
@@ -124,12 +134,15 @@ TEST(DirectAccess, NonBlockingOnesRunOnTheWorker) {
           EXPECT_EQ(reference::count_wrong(COLL_FLOAT32, COLL_SUM, n, kCount, bufs[static_cast<size_t>(i)]->data), 0u)
               << "rank " << rank << " operation " << i;
         }
-        EXPECT_GT(coll_mem_mappings("rw"), kOps) << "rank " << rank << " wrote into no peer's buffer";
+        EXPECT_GT(mapped_by_form(form), before) << "rank " << rank << " mapped no peer's memory";
         bufs.clear();
         EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
-      RankOptions{.env = {{"COLL_SHM_MAPPED", "1"}}});
+      RankOptions{.env = form.env});
 }
+
+INSTANTIATE_TEST_SUITE_P(Forms, DirectForms, ::testing::Values(kRegisteredForm, kStagedForm),
+                         [](const ::testing::TestParamInfo<DirectForm>& info) { return info.param.name; });
 
 // Below COLL_SHM_DIRECT_BYTES, and when COLL_ALGO names an allreduce
 // algorithm, the plan runs.

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <tuple>
@@ -56,6 +58,27 @@ struct Shared {
   unsigned char* data = nullptr;
 };
 
+// `bytes` at `offset` into coll_mem_alloc memory (`shared`) or private
+// memory, filled with 0xA5.
+class Buffer {
+ public:
+  Buffer(size_t bytes, size_t offset, bool shared) {
+    if (shared) {
+      shared_.emplace(bytes, offset);
+      data = shared_->data;
+    } else {
+      private_.resize(bytes + offset);
+      data = private_.data() + offset;
+    }
+    std::memset(data - offset, 0xA5, bytes + offset);
+  }
+  unsigned char* data = nullptr;
+
+ private:
+  std::optional<Shared> shared_;
+  std::vector<unsigned char> private_;
+};
+
 // Where a case's buffers live: both in coll_mem_alloc memory, only the
 // output (the input is private), or neither.
 enum class Memory { kShared, kPrivateInput, kPrivate };
@@ -68,19 +91,10 @@ enum class Memory { kShared, kPrivateInput, kPrivate };
 inline bool allreduce_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count,
                            bool in_place, Memory memory) {
   const size_t bytes = count * reduce::datatype_size(t), room = bytes + 200;
-  std::optional<Shared> shared_send, shared_recv;
-  std::vector<unsigned char> private_send, private_recv;
-  if (memory == Memory::kShared) shared_send.emplace(room, 0);
-  if (memory != Memory::kPrivate) shared_recv.emplace(room, 0);
-  if (!shared_send) private_send.resize(room);
-  if (!shared_recv) private_recv.resize(room);
-  unsigned char* send = shared_send ? shared_send->data : private_send.data();
-  unsigned char* recv = shared_recv ? shared_recv->data : private_recv.data();
-  std::memset(send, 0xA5, room);
-  std::memset(recv, 0xA5, room);
-  unsigned char* in = send + 72;
-  unsigned char* out = in_place ? in : recv + 136;
-  const unsigned char* around = in_place ? send : recv;
+  Buffer send(room, 0, memory == Memory::kShared), recv(room, 0, memory != Memory::kPrivate);
+  unsigned char* in = send.data + 72;
+  unsigned char* out = in_place ? in : recv.data + 136;
+  const unsigned char* around = in_place ? send.data : recv.data;
   const size_t at = static_cast<size_t>(out - around);
   reference::fill_input(t, op, rank, count, in);
   const std::vector<unsigned char> input(in, in + bytes);
@@ -128,6 +142,25 @@ inline constexpr coll_datatype_t kDirectTypes[] = {COLL_INT8,     COLL_UINT32,  
 inline constexpr coll_redop_t kDirectOps[] = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
 inline constexpr size_t kDirectCounts[] = {0, 1, 13, 7919, 65537};
 inline constexpr size_t kDirectLarge = 1048583;
+
+// The two forms of the direct-access allreduce, for the tests that hold for
+// both: the registered one (coll_mem_alloc buffers, COLL_SHM_MAPPED=1) and
+// the staged one (private buffers, COLL_SHM_STAGED_BYTES=64K).
+struct DirectForm {
+  std::string name;
+  bool shared;  // the buffers: coll_mem_alloc memory, or private
+  std::map<std::string, std::string> env;
+};
+inline void PrintTo(const DirectForm& form, std::ostream* os) { *os << form.name; }
+inline const DirectForm kRegisteredForm{"registered", true, {{"COLL_SHM_MAPPED", "1"}}};
+inline const DirectForm kStagedForm{"staged", false, {{"COLL_SHM_STAGED_BYTES", "64K"}}};
+// What shows that a rank took the form: mappings that grow by the peers'
+// memory it maps (the registered form: writable coll_mem_alloc mappings,
+// its own live buffers included; the staged form: peers' stagings, read
+// only).
+inline int mapped_by_form(const DirectForm& form) {
+  return form.shared ? coll_mem_mappings("rw") : staging_mappings("r-");
+}
 
 // Their parameters: ranks, and COLL_SHM_STREAM_BYTES ("0": every output
 // that is not its rank's input is written with non-temporal stores; "1G":
