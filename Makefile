@@ -52,11 +52,13 @@ sanitize: sanitize-build
 # bootstrap store's server, async operations and their worker, abort and
 # async errors from other threads, the flight recorder's signal dumps,
 # shrink, abort of non-blocking operations, the direct-access allreduce in
-# both forms (non-blocking ones run on the worker), and the staged form's
+# both forms (non-blocking ones run on the worker), the one-shot allreduce
+# (an abort from another thread, non-blocking calls), and the staged form's
 # own tests without its matrix, which ASan runs. (fault_test is left out: its
 # time bounds and thread counts are for uninstrumented builds; ASan runs it.)
 TSAN_DIR ?= build-tsan
-TSAN_TESTS = unit_tests api_test p2p_async_test bootstrap_test failure_test shrink_test timeout_test direct_access_test
+TSAN_TESTS = unit_tests api_test p2p_async_test bootstrap_test failure_test shrink_test timeout_test direct_access_test \
+  oneshot_test
 tsan: deps
 	scripts/install-deps.sh clang libclang-rt-14-dev
 	cmake --preset tsan

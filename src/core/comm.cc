@@ -108,6 +108,15 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     }
   }
   if (std::min(direct_bytes_, staged_bytes_) != SIZE_MAX) prepare_direct_access();
+  if (link_class == "shm") {  // oneshot.cc: every peer's board, mapped now
+    std::vector<int> others;
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_) others.push_back(r);
+    transport_->connect(others, addresses_, deadline);
+    const int64_t v = config::get_int("COLL_SHM_ONESHOT_BYTES");
+    if (v < 0) fail(Code::kInvalidArgument, "COLL_SHM_ONESHOT_BYTES=", v, " must not be negative");
+    oneshot_bytes_ = std::min(static_cast<size_t>(v), transport_->board_bytes());
+  }
   recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, segment_tag(id.secret, prefix_),
                                                Router::host_of(addresses_[static_cast<size_t>(rank_)]));
   if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
@@ -219,13 +228,31 @@ bool Communicator::may_access_directly(const OpRequest& op) const {
          !selector_->fixed(algo::Collective::kAllreduce);
 }
 
+// A one-shot allreduce (alone: a group runs its plans together) needs no
+// plan, and at its size looking one up is a fair part of the call.
 void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs) {
   jobs.clear();
-  for (const OpRequest& op : ops)
-    jobs.push_back(Job{plan_for(op), op.send, op.recv, op.dtype, op.op, algo::collective_name(op.collective), op.count,
-                       op.root, signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
-                       may_access_directly(op)});
+  for (const OpRequest& op : ops) {
+    const bool oneshot = ops.size() == 1 && may_run_oneshot(op);
+    jobs.push_back(Job{oneshot ? nullptr : plan_for(op), op.send, op.recv, op.dtype, op.op,
+                       algo::collective_name(op.collective), op.count, op.root,
+                       signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
+                       !oneshot && may_access_directly(op), oneshot});
+  }
 }
+
+namespace {
+
+// What a mismatch means. The same call on both sides, one of them waiting
+// on the board: the two disagree on whether it is one-shot.
+std::string describe(const transport::Mismatch& m) {
+  if (m.board && m.want_tag >> kTagCounterBits == m.got_tag >> kTagCounterBits)
+    return "the same allreduce, but one of the two runs it one-shot (on the board) and the other through its plan "
+           "(is COLL_SHM_ONESHOT_BYTES the same on every rank?)";
+  return describe_mismatch(m.want_tag, m.got_tag);
+}
+
+}  // namespace
 
 void Communicator::execute(std::vector<Job>& jobs) {
   // running_ then aborted_ here, aborted_ then running_ in abort() (both
@@ -251,14 +278,18 @@ void Communicator::execute(std::vector<Job>& jobs) {
   ++seq_;
   const Job& first = jobs[0];
   size_t steps = 0;
-  for (const Job& j : jobs) steps += j.plan->schedule.steps.size();
+  for (const Job& j : jobs) steps += j.oneshot ? 0 : j.plan->schedule.steps.size();
+  const std::string& algorithm = first.oneshot ? kOneshot : first.plan->schedule.algorithm;
   OpRecord& record = recorder_->begin(seq_, first.what, first.count, first.dtype, first.op, first.root,
-                                      static_cast<uint32_t>(jobs.size()), static_cast<uint32_t>(steps),
-                                      first.plan->schedule.algorithm);
-  log::trace(log::kColl, first.what, " #", seq_, ": ", jobs.size(), " job(s), ", first.plan->schedule.algorithm, ", ",
-             steps, " steps");
+                                      static_cast<uint32_t>(jobs.size()), static_cast<uint32_t>(steps), algorithm);
+  log::trace(log::kColl, first.what, " #", seq_, ": ", jobs.size(), " job(s), ", algorithm, ", ", steps, " steps");
   try {
     Deadline deadline = Deadline::after_ms(timeout_ms_, &aborted_);
+    if (jobs.size() == 1 && first.oneshot) {
+      oneshot(first, deadline, record);
+      recorder_->end(record, nullptr);
+      return;
+    }
     if (jobs.size() == 1 && first.direct_access && direct_access(first, deadline, record)) {
       recorder_->end(record, nullptr);
       return;
@@ -278,10 +309,9 @@ void Communicator::execute(std::vector<Job>& jobs) {
     const std::string where = str_cat(first.what, " #", seq_);
     const auto* mismatch = dynamic_cast<const transport::Mismatch*>(&e);
     Error error =
-        mismatch != nullptr
-            ? Error(Code::kInvalidUsage,
-                    str_cat("rank ", rank_, ": ", where, ": rank ", mismatch->peer, " called a different operation: ",
-                            describe_mismatch(mismatch->want_tag, mismatch->got_tag), " (", e.what(), ")"))
+        mismatch != nullptr ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, ": rank ", mismatch->peer,
+                                                                 " called a different operation: ", describe(*mismatch),
+                                                                 " (", e.what(), ")"))
         : e.code() == Code::kTimeout && aborted_
             ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
         : std::string(e.what()).find(where) == std::string::npos

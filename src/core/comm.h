@@ -119,6 +119,10 @@ class Communicator {
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
   void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs);
   bool may_access_directly(const OpRequest& op) const;
+  // oneshot.cc: the allreduce of a few bytes through every rank's board.
+  static const std::string kOneshot;
+  bool may_run_oneshot(const OpRequest& op) const;
+  void oneshot(const Job& job, const Deadline& deadline, OpRecord& record);
   void execute(std::vector<Job>& jobs);
   // direct_access.cc: the allreduce through every rank's registered buffers,
   // or through every rank's staging; false (having written nothing) when
@@ -155,6 +159,11 @@ class Communicator {
   size_t direct_bytes_ = SIZE_MAX;
   size_t staged_bytes_ = SIZE_MAX;
   size_t stream_bytes_ = SIZE_MAX;
+  // The one-shot allreduce up to this many bytes (COLL_SHM_ONESHOT_BYTES, on
+  // one node, bounded by the board; 0: never), and the last round it posted.
+  size_t oneshot_bytes_ = 0;
+  uint32_t board_round_ = 0;
+  std::vector<char> own_copy_;   // an in-place one-shot's input, where the output overwrites it too early
   char* staging_ = nullptr;      // the staged form's, allocated on first use (coll_mem_alloc's kind of memory)
   bool staging_failed_ = false;  // once: said so in the log
   std::unique_ptr<algo::Selector> selector_;

@@ -71,6 +71,7 @@ struct Job {
   int root = 0;
   uint64_t signature = 0;      // OpSignature::bits(): in every message's tag
   bool direct_access = false;  // an allreduce that core/direct_access.cc may run, if every rank's buffers allow
+  bool oneshot = false;        // an allreduce that core/oneshot.cc runs (plan is null)
 };
 
 // Message counters per peer rank and direction. Both ends of a pair count

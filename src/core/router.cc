@@ -106,6 +106,16 @@ void Router::connect(const std::vector<int>& peers, const std::vector<std::strin
     transports_[i]->connect(per[i], mine, deadline);
   }
   for (int peer : peers) connected_[static_cast<size_t>(peer)] = true;
+  // The board is one transport's: usable when that one serves every peer.
+  board_ = kNoRoute;
+  for (size_t r = 0; r < route_.size(); ++r) {
+    if (static_cast<int>(r) == rank_) continue;
+    if (!connected_[r] || (board_ != kNoRoute && route_[r] != board_)) {
+      board_ = kNoRoute;
+      break;
+    }
+    board_ = route_[r];
+  }
 }
 
 bool Router::routed(int peer) const {
@@ -141,6 +151,20 @@ bool Router::can_access(int peer) const { return routed(peer) && transports_[rou
 
 char* Router::access(int peer, const transport::MemoryHandle& handle, size_t bytes, Access how) {
   return transports_[route(peer)]->access(peer, handle, bytes, how);
+}
+
+size_t Router::board_bytes() const { return board_ == kNoRoute ? 0 : transports_[board_]->board_bytes(); }
+
+void Router::board_post(uint32_t round, const BoardBlock& block, size_t bytes) {
+  transports_[board_]->board_post(round, block, bytes);
+}
+
+bool Router::board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms) {
+  return transports_[board_]->board_wait(peer, round, want_tag, timeout_ms);
+}
+
+transport::Transport::BoardBlock Router::board_block(int peer, uint32_t round) const {
+  return transports_[board_]->board_block(peer, round);
 }
 
 bool Router::delivers_pieces_from(int peer) const { return transports_[route(peer)]->delivers_pieces_from(peer); }

@@ -33,6 +33,12 @@ class Router final : public transport::Transport {
   bool handle_for(const void* data, size_t bytes, transport::MemoryHandle* handle) const override;
   bool can_access(int peer) const override;
   char* access(int peer, const transport::MemoryHandle& handle, size_t bytes, Access how) override;
+  // The board of the transport that serves every peer, once all are
+  // connected (none where peers use different transports).
+  size_t board_bytes() const override;
+  void board_post(uint32_t round, const BoardBlock& block, size_t bytes) override;
+  bool board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms) override;
+  BoardBlock board_block(int peer, uint32_t round) const override;
   void poll(std::vector<transport::RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
   void close(const Error* why) override;
@@ -59,6 +65,7 @@ class Router final : public transport::Transport {
   static constexpr uint8_t kNoRoute = 0xff;
   std::vector<uint8_t> route_;
   std::vector<bool> connected_;
+  uint8_t board_ = kNoRoute;  // the transport with the board, if one serves every peer
   // A request's id here is its transport's id times kMaxTransports plus the
   // transport's index, so no table maps one to the other.
   static constexpr transport::RequestId kMaxTransports = 8;

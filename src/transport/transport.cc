@@ -32,4 +32,16 @@ char* Transport::access(int peer, const MemoryHandle&, size_t, Access) {
        "'s memory, but this transport has no one-sided access");
 }
 
+void Transport::board_post(uint32_t, const BoardBlock&, size_t) {
+  fail(Code::kInternal, capabilities().name, ": board_post, but this transport has no board");
+}
+
+bool Transport::board_wait(int peer, uint32_t, uint64_t, int) {
+  fail(Code::kInternal, capabilities().name, ": board_wait for rank ", peer, ", but this transport has no board");
+}
+
+Transport::BoardBlock Transport::board_block(int peer, uint32_t) const {
+  fail(Code::kInternal, capabilities().name, ": board_block of rank ", peer, ", but this transport has no board");
+}
+
 }  // namespace coll::transport

@@ -109,6 +109,26 @@ class Transport {
   enum class Access { kRead, kReadWrite };
   virtual char* access(int peer, const MemoryHandle& handle, size_t bytes, Access how);
 
+  // A board (shm): each rank posts a block of a few bytes per round, which
+  // every peer reads in place, for the one-shot allreduce (core/oneshot.cc).
+  // board_bytes: the largest block, 0 where there is no board for every
+  // peer. board_post: this rank's block of `round` (1, 2, ...; a round's
+  // block stays readable until this rank posts the round after next).
+  // board_wait: whether `peer` has posted `round`, waiting up to timeout_ms
+  // (0: a look); kRemote when the peer is gone, a Mismatch when it sent this
+  // rank a message instead (it runs another operation). board_block: the
+  // block. A rank that waits for a message from a peer which posted a round
+  // this rank has not fails with a Mismatch too (in poll, before it sleeps).
+  struct BoardBlock {
+    uint64_t tag = 0;  // the operation's, as its messages would carry it
+    uint64_t count = 0;
+    const void* data = nullptr;
+  };
+  virtual size_t board_bytes() const { return 0; }
+  virtual void board_post(uint32_t round, const BoardBlock& block, size_t bytes);
+  virtual bool board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms);
+  virtual BoardBlock board_block(int peer, uint32_t round) const;
+
   // A short description of what is pending with `peer`, for timeout messages.
   virtual std::string pending_with(int peer) const = 0;
 
@@ -136,6 +156,7 @@ class Mismatch : public Error {
       : Error(Code::kInvalidUsage, message), peer(peer), got_tag(got_tag), want_tag(want_tag) {}
   int peer;
   uint64_t got_tag, want_tag;
+  bool board = false;  // one side waits on the board (Transport::board_wait)
 };
 // Throws Mismatch when (tag, bytes) does not answer (want_tag, want_bytes).
 void check_match_or_fail(int self, int peer, const std::string& peer_name, uint64_t tag, uint64_t bytes,

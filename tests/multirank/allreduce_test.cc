@@ -207,28 +207,37 @@ TEST(AllreduceCxx, SpansAndExceptions) {
 }
 
 // Ranks that disagree on the count get an error on every rank, not a hang
-// or a corrupted result.
+// or a corrupted result: through the plan, where a message meets a receive
+// of another size, and one-shot (core/oneshot.cc), where the blocks differ.
 TEST(AllreduceMismatch, DifferentCountsAreAnErrorOnBothRanks) {
-  run_ranks(
-      2,
-      [](int rank, int nranks, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, nranks, id);
-        ASSERT_NE(comm, nullptr);
-        std::vector<float> data(rank == 0 ? 100 : 200, 1.0f);
-        coll_result_t r = coll_allreduce(data.data(), data.data(), data.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
-        EXPECT_EQ(r, COLL_INVALID_USAGE) << coll_get_last_error(comm);
-        std::string message = coll_get_last_error(comm);
-        EXPECT_NE(message.find("bytes"), std::string::npos) << message;
-        EXPECT_NE(message.find(rank == 0 ? "rank 1" : "rank 0"), std::string::npos) << message;
-        // Its state is unknown from here on: later operations are refused, saying why.
-        r = coll_allreduce(data.data(), data.data(), 100, COLL_FLOAT32, COLL_SUM, comm, nullptr);
-        EXPECT_EQ(r, COLL_INVALID_USAGE);
-        EXPECT_NE(std::string(coll_get_last_error(comm)).find("an earlier operation on this communicator failed"),
-                  std::string::npos)
-            << coll_get_last_error(comm);
-        coll_comm_destroy(comm);
-      },
-      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
+  for (const char* oneshot_bytes : {"0", "2048"}) {
+    SCOPED_TRACE(std::string("COLL_SHM_ONESHOT_BYTES=") + oneshot_bytes);
+    run_ranks(
+        2,
+        [&](int rank, int nranks, const coll_unique_id_t& id) {
+          coll_comm_t comm = init_or_die(rank, nranks, id);
+          ASSERT_NE(comm, nullptr);
+          std::vector<float> data(rank == 0 ? 100 : 200, 1.0f);
+          coll_result_t r =
+              coll_allreduce(data.data(), data.data(), data.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
+          EXPECT_EQ(r, COLL_INVALID_USAGE) << coll_get_last_error(comm);
+          std::string message = coll_get_last_error(comm);
+          EXPECT_NE(message.find(std::string(oneshot_bytes) == "0" ? "bytes"
+                                 : rank == 0                       ? "count 200, not 100"
+                                                                   : "count 100, not 200"),
+                    std::string::npos)
+              << message;
+          EXPECT_NE(message.find(rank == 0 ? "rank 1" : "rank 0"), std::string::npos) << message;
+          // Its state is unknown from here on: later operations are refused, saying why.
+          r = coll_allreduce(data.data(), data.data(), 100, COLL_FLOAT32, COLL_SUM, comm, nullptr);
+          EXPECT_EQ(r, COLL_INVALID_USAGE);
+          EXPECT_NE(std::string(coll_get_last_error(comm)).find("an earlier operation on this communicator failed"),
+                    std::string::npos)
+              << coll_get_last_error(comm);
+          coll_comm_destroy(comm);
+        },
+        RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_SHM_ONESHOT_BYTES", oneshot_bytes}}});
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // rank at a random moment, trial after trial, for each transport; and
 // nothing (segments, descriptors, threads) left behind by a thousand
 // communicators, by aborts, or on the survivors of a killed peer.
+#include "support/last_algorithm.h"
 #include "support/multirank.h"
 #include "support/shared_buffers.h"
 #include "support/transports.h"
@@ -75,7 +76,8 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
   // "shm_direct": buffers from coll_mem_alloc, so that the larger allreduces
   // take the direct-access path (each rank writes into its peers' buffers)
   // when the victim dies; "shm_staged": private buffers, and the larger
-  // allreduces take its staged form.
+  // allreduces take its staged form; "shm_oneshot": the two smaller ones
+  // (4 and 4000 bytes) run one-shot.
   const bool direct = GetParam() == "shm_direct";
   auto env = transport_env(GetParam());
   env["COLL_TIMEOUT_MS"] = std::to_string(kTimeoutMs);
@@ -94,6 +96,10 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
           if (GetParam() == "shm_staged") {  // proof that the staged form runs, before anyone dies
             ASSERT_EQ(coll_allreduce(v, v, 1 << 18, COLL_FLOAT32, COLL_MAX, comm, nullptr), COLL_SUCCESS);
             ASSERT_EQ(staging_mappings(), n) << "rank " << rank << ": the staged form did not run";
+          }
+          if (GetParam() == "shm_oneshot") {
+            ASSERT_EQ(coll_allreduce(v, v, 1000, COLL_FLOAT32, COLL_MAX, comm, nullptr), COLL_SUCCESS);
+            ASSERT_EQ(last_algorithm(comm), "oneshot") << "rank " << rank;
           }
           if (rank == victim)
             std::thread([after_ms] {
@@ -144,7 +150,7 @@ TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
 // The conformance suite's transports (support/transport_link.h).
 INSTANTIATE_TEST_SUITE_P(Transports, KillNine, ::testing::ValuesIn(kTransportsUnderTest),
                          [](const auto& info) { return std::string(info.param); });
-INSTANTIATE_TEST_SUITE_P(DirectAccess, KillNine, ::testing::Values("shm_direct", "shm_staged"),
+INSTANTIATE_TEST_SUITE_P(DirectAccess, KillNine, ::testing::Values("shm_direct", "shm_staged", "shm_oneshot"),
                          [](const auto& info) { return std::string(info.param); });
 
 // A thousand communicators created, used and destroyed, every tenth one

@@ -19,11 +19,13 @@ inline const std::vector<std::string> kTransportsUnderTest = {"tcp", "shm", "shm
 // transports of their own): shared memory with COLL_SHM_MAPPED=1, so that
 // allreduces on coll_mem_alloc buffers take the direct-access path; and with
 // COLL_SHM_STAGED_BYTES=64K, so that allreduces of 64 KiB and more on private
-// buffers take its staged form.
+// buffers take its staged form. "shm_oneshot": with COLL_SHM_ONESHOT_BYTES
+// at the whole board, so that allreduces of up to 4072 bytes run one-shot.
 inline std::map<std::string, std::string> transport_env(const std::string& kind) {
   if (kind == "shm_cma") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_SINGLE_COPY", "1"}};
   if (kind == "shm_direct") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_MAPPED", "1"}};
   if (kind == "shm_staged") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_STAGED_BYTES", "64K"}};
+  if (kind == "shm_oneshot") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_ONESHOT_BYTES", "4072"}};
   return {{"COLL_TRANSPORTS", kind}};
 }
 

@@ -1,6 +1,6 @@
-// One rank's inbound shared-memory segment: a header, then one
-// single-producer/single-consumer ring per local peer (ring i carries the
-// messages of the i-th rank on this node), then the rings' slots.
+// One rank's inbound shared-memory segment: a header, its board (below),
+// then one single-producer/single-consumer ring per local peer (ring i
+// carries the messages of the i-th rank on this node), then the rings' slots.
 // Counters sit on their own cache lines so producer and consumer never
 // write the same line.
 #pragma once
@@ -49,6 +49,32 @@ struct alignas(64) SlotHeader {
 };
 static_assert(sizeof(SlotHeader) == 64, "a slot header is one cache line");
 
+// The board: a block of a few bytes that the owner posts once per round for
+// all its local peers to read in place (the one-shot allreduce,
+// core/oneshot.cc). Two cells, by the round's parity: a rank posts round
+// k + 2 only after it has read every peer's round k + 1, which each peer
+// posted only after it had read round k, so a cell is never rewritten while
+// a peer may still read it. One writer per cell: the owner.
+inline constexpr size_t kBoardBytes = 4096 - 24;
+
+struct alignas(64) BoardCell {
+  // Published last: the cell holds the block of round `round`. A 32-bit word,
+  // for futex_wait; peers are never more than one round apart.
+  std::atomic<uint32_t> round;
+  uint32_t unused;
+  uint64_t tag;    // the operation that posted it, as its messages' tags name it
+  uint64_t count;  // its exact element count
+  // Starts inside the round's line: a block of up to 40 bytes costs a
+  // reader one cache miss.
+  char data[kBoardBytes];
+};
+static_assert(sizeof(BoardCell) == 4096, "a board cell is 64 cache lines");
+
+struct alignas(64) Board {
+  BoardCell cells[2];
+  alignas(64) std::atomic<uint32_t> sleepers;  // peers (about to be) asleep on a cell's round
+};
+
 struct alignas(64) SegmentHeader {
   uint64_t magic;
   uint32_t nlocal;
@@ -93,6 +119,7 @@ class Segment {
   static size_t bytes_for(uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes);
 
   SegmentHeader& header() const { return *static_cast<SegmentHeader*>(base_); }
+  Board& board() const;
   RingHeader& ring(uint32_t i) const;
   // The slots of ring `ring`. Indexing is the hot path's address arithmetic:
   // slot `index` modulo nslots (a power of two), without a division and

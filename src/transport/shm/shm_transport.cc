@@ -30,17 +30,6 @@ namespace {
 constexpr uint32_t kSlots = 8;
 constexpr uint32_t kSlotBytes = 32 << 10;
 static_assert(kSlotBytes % 64 == 0, "a sink's pieces are multiples of 64 bytes (transport.h)");
-// Spin this long before sleeping, when every local rank has a core of its
-// own: long enough to catch a peer that is running. With more local ranks
-// than cores a pure spin steals the core its peer needs, and sleeping at once
-// pays a futex wake-up per message; yielding between looks hands the core to
-// a peer that can run. Measured on 2 cores, 8-byte allreduce, 4 ranks:
-// sleeping at once 70-110 us, yielding up to 50 us 13 us, up to 2 ms 12 us;
-// 8 ranks: 180-210 us, 51 us, 49 us.
-constexpr auto kSpin = std::chrono::microseconds(30);
-constexpr auto kYield = std::chrono::microseconds(2000);
-constexpr int kMaxSleepMs = 100;  // then look whether the peers are still alive
-
 struct Address {
   std::string host, segment;
   int pid = 0;
@@ -457,6 +446,8 @@ void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
       if (progress(done)) return;
     if (yield_) sched_yield();
   }
+  for (Peer& p : peers_)
+    if (!p.recvs.empty()) board_mismatch(p);
   // Sleep on our doorbell. Announce it first, then look once more, so that a
   // peer's ring between our last look and the wait is not lost.
   SegmentHeader& h = own_.header();
@@ -501,6 +492,7 @@ void ShmTransport::close(const Error* why) {
   }
   h.aborted.store(1, std::memory_order_release);
   for (Peer& p : peers_) ring_bell(p.segment.header());
+  for (BoardCell& cell : own_.board().cells) futex_wake(cell.round);  // peers asleep on our board
   own_.unlink();
 }
 

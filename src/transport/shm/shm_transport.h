@@ -70,12 +70,28 @@ class ShmTransport final : public Transport {
   bool can_access(int peer) const override;
   char* access(int peer, const MemoryHandle& handle, size_t bytes, Access how) override;
   void poll(std::vector<RequestId>& done, int timeout_ms) override;
+  // board.cc
+  size_t board_bytes() const override;
+  void board_post(uint32_t round, const BoardBlock& block, size_t bytes) override;
+  bool board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms) override;
+  BoardBlock board_block(int peer, uint32_t round) const override;
   std::string pending_with(int peer) const override;
   void close(const Error* why) override;
   bool reaches(const std::string& peer_address) const override;
 
   static constexpr size_t kSingleCopyBytes = 256 << 10;
   static constexpr size_t kMappedBytes = 64 << 10;
+
+  // Spin this long before sleeping, when every local rank has a core of its
+  // own: long enough to catch a peer that is running. With more local ranks
+  // than cores a pure spin steals the core its peer needs, and sleeping at
+  // once pays a futex wake-up per message; yielding between looks hands the
+  // core to a peer that can run. Measured on 2 cores, 8-byte allreduce, 4
+  // ranks: sleeping at once 70-110 us, yielding up to 50 us 13 us, up to 2 ms
+  // 12 us; 8 ranks: 180-210 us, 51 us, 49 us.
+  static constexpr auto kSpin = std::chrono::microseconds(30);
+  static constexpr auto kYield = std::chrono::microseconds(2000);
+  static constexpr int kMaxSleepMs = 100;  // then look whether the peers are still alive
 
  private:
   struct Op {
@@ -118,6 +134,9 @@ class ShmTransport final : public Transport {
   bool progress_sends(Peer& p, std::vector<RequestId>& done);
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
   void ring_bell(SegmentHeader& h);
+  // Throws a Mismatch when a receive from `p` waits for what `p`, waiting
+  // on the board, will never send (board.cc).
+  void board_mismatch(Peer& p) const;
   // Whether the peer neither closed nor exited; check_alive throws, naming
   // which, when it did.
   bool alive(const Peer& p) const;
@@ -143,6 +162,7 @@ class ShmTransport final : public Transport {
   std::atomic<bool> closed_{false};
   uint64_t probe_word_;
   net::Fd region_probe_;           // peers take it with pidfd_getfd at setup; closed once they have
+  uint32_t board_round_ = 0;       // the last round this rank posted on its board
   std::vector<char> cma_staging_;  // a single-copy message bound for a sink is read here first
 };
 

@@ -1,0 +1,87 @@
+// The one-shot allreduce, for a few bytes on one node: every rank posts its
+// input on its board (transport.h, shm/segment.h), waits until every peer
+// has posted its own, and reduces all the blocks, in rank order, into its
+// output. On 2 ranks that is one cache line each way and no message: the
+// plan's allreduce moves the same bytes through a ring slot, a doorbell and
+// the executor's bookkeeping, which at 8 bytes cost more than the line.
+// With more ranks than cores, every rank needs the scheduler once to post
+// and once to read, where recursive doubling needs it once per round.
+//
+// Reading n - 1 blocks per rank is (n - 1) S bytes, so it pays only for
+// small S: COLL_SHM_ONESHOT_BYTES (docs/PERFORMANCE.md has the crossover).
+// Every rank decides from the call alone (its size, the setting, one node),
+// so all take it or none; a rank whose setting differs meets a peer that
+// waits on the board while it waits for a message, and both fail with
+// COLL_INVALID_USAGE (shm/board.cc) rather than at the timeout.
+//
+// Blocks are reduced from the boards, never from the input, so the output
+// may be the input (in place). A block stays on its board until its owner
+// posts the round after next, which it can do only after every rank has
+// posted the next round, that is, after every rank finished reading this one.
+#include "core/comm.h"
+#include "core/op_signature.h"
+#include "reduce/reduce.h"
+
+#include <cstring>
+#include <string>
+
+namespace coll {
+namespace {
+
+// Looks at the board before a wait that reads the clock, as the executor
+// does at its transport (executor.cc).
+constexpr int kLooksBeforeWait = 64;
+
+}  // namespace
+
+const std::string Communicator::kOneshot = "oneshot";
+
+bool Communicator::may_run_oneshot(const OpRequest& op) const {
+  const size_t bytes = op.count * reduce::datatype_size(op.dtype);
+  return op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr && bytes > 0 &&
+         bytes <= oneshot_bytes_ && !selector_->fixed(algo::Collective::kAllreduce);
+}
+
+void Communicator::oneshot(const Job& job, const Deadline& deadline, OpRecord& record) {
+  const uint32_t round = ++board_round_;
+  const uint64_t tag = make_tag(job.signature, 0);
+  const size_t bytes = job.count * reduce::datatype_size(job.dtype);
+  transport_->board_post(round, {tag, job.count, job.send}, bytes);
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) continue;
+    for (int looks = 0;
+         !transport_->board_wait(r, round, tag, looks < kLooksBeforeWait ? 0 : deadline.remaining_ms(100)); ++looks) {
+      if (looks < kLooksBeforeWait) continue;
+      if (deadline.cancelled())
+        fail(Code::kInvalidUsage, "rank ", rank_, ": allreduce #", seq_, " (oneshot) was aborted (coll_comm_abort)");
+      recorder_->waiting_on(record, std::to_string(r));
+      if (deadline.expired())
+        fail(Code::kTimeout, "rank ", rank_, ": allreduce #", seq_, " (oneshot) timed out after ", deadline.budget_ms(),
+             " ms (COLL_TIMEOUT_MS) waiting for rank ", r, "'s block on the board");
+    }
+    const transport::Transport::BoardBlock theirs = transport_->board_block(r, round);
+    if (theirs.tag != tag)
+      fail(Code::kInvalidUsage, "rank ", rank_, ": rank ", r,
+           " called a different operation: ", describe_mismatch(tag, theirs.tag));
+    if (theirs.count != job.count)
+      fail(Code::kInvalidUsage, "rank ", rank_, ": rank ", r, " called allreduce with count ", theirs.count, ", not ",
+           job.count);
+  }
+  // Rank order, so every rank's result is the same bits. Our own block is
+  // read from the input, which is in our cache, not from our board, whose
+  // line has moved to the last peer that read it (a miss: 0.47-0.54 us
+  // against 0.29-0.40 at 8 bytes on 2 ranks); in place from rank 2 on, the
+  // output holds partial results by then, so from a copy of the input.
+  const void* own = job.send;
+  if (job.recv == job.send && rank_ >= 2) {
+    own_copy_.resize(bytes);
+    std::memcpy(own_copy_.data(), job.send, bytes);
+    own = own_copy_.data();
+  }
+  auto block = [&](int r) { return r == rank_ ? own : transport_->board_block(r, round).data; };
+  reduce::reduce(job.dtype, job.op, job.recv, block(0), block(1), job.count);
+  for (int r = 2; r < nranks_; ++r) reduce::reduce(job.dtype, job.op, job.recv, job.recv, block(r), job.count);
+  if (job.op == COLL_AVG) reduce::divide(job.dtype, job.recv, job.count, nranks_);
+}
+
+}  // namespace coll

@@ -1,0 +1,101 @@
+// The board (segment.h): a small block per rank and round that every local
+// peer reads in place, for the one-shot allreduce (core/oneshot.cc). A
+// reader waits on the writer's cell the way poll waits on a ring: a spin (or
+// yields, with more ranks than cores), then a futex sleep on the cell's
+// round, bounded so that a peer that died is noticed.
+//
+// A rank that waits for a block while the peer waits for something else
+// (it called another operation) must not wait for its timeout: it fails as
+// soon as it sees the peer's message in its ring (board_wait), and the
+// peer, waiting in its own receive, sees the posted round it will never
+// match (poll, through board_mismatch).
+#include "core/error.h"
+#include "transport/shm/shm_transport.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace coll::transport::shm {
+
+size_t ShmTransport::board_bytes() const { return set_up_ && !peers_.empty() ? kBoardBytes : 0; }
+
+void ShmTransport::board_post(uint32_t round, const BoardBlock& block, size_t bytes) {
+  if (bytes > kBoardBytes)
+    fail(Code::kInternal, "shm: rank ", rank_, " posts ", bytes, " bytes on a board of ", kBoardBytes);
+  Board& board = own_.board();
+  BoardCell& cell = board.cells[round & 1];
+  cell.tag = block.tag;
+  cell.count = block.count;
+  if (bytes > 0) std::memcpy(cell.data, block.data, bytes);  // a 0-byte buffer may be null
+  // Sequentially consistent, with the load of sleepers after it: a reader
+  // that announced its sleep is woken, or saw the round before it slept.
+  // (A release store measured the same at 8 bytes: the store waits for the
+  // line either way.)
+  cell.round.store(round, std::memory_order_seq_cst);
+  board_round_ = round;
+  if (board.sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(cell.round);
+}
+
+bool ShmTransport::board_wait(int rank, uint32_t round, uint64_t want_tag, int timeout_ms) {
+  Peer& p = peer(rank, "waits on the board of");
+  Board& board = p.segment.board();
+  std::atomic<uint32_t>& posted = board.cells[round & 1].round;
+  auto ready = [&] { return posted.load(std::memory_order_acquire) == round; };
+  if (ready()) return true;
+  if (timeout_ms == 0) {
+    if (yield_) sched_yield();
+    return false;
+  }
+  auto spin_until = std::chrono::steady_clock::now() +
+                    std::min<std::chrono::microseconds>(spin_, std::chrono::milliseconds(timeout_ms));
+  while (std::chrono::steady_clock::now() < spin_until) {
+    for (int i = 0; i < 16; ++i)
+      if (ready()) return true;
+    if (yield_) sched_yield();
+  }
+  // Every message the peer sent for earlier operations was taken by them:
+  // one waiting now belongs to an operation this rank is not in.
+  const uint64_t tail = p.in_ring->tail.load(std::memory_order_relaxed);
+  const SlotHeader& slot = p.in_slots[tail];
+  if (!ready() && slot.seq.load(std::memory_order_acquire) == tail + 1) {
+    Mismatch m(
+        str_cat("rank ", rank_, ": ", name(p), " sent a message while this rank waits for its block on the board"),
+        rank, slot.tag, want_tag);
+    m.board = true;
+    throw m;
+  }
+  const uint32_t seen = posted.load(std::memory_order_acquire);
+  board.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (seen != round && posted.load(std::memory_order_seq_cst) == seen)
+    futex_wait(posted, seen, std::min(timeout_ms, kMaxSleepMs));
+  board.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  if (ready()) return true;
+  check_alive(p);
+  return false;
+}
+
+Transport::BoardBlock ShmTransport::board_block(int rank, uint32_t round) const {
+  const int i = local_index(rank);
+  const Board& board = rank == rank_ ? own_.board() : peers_[static_cast<size_t>(i)].segment.board();
+  const BoardCell& cell = board.cells[round & 1];
+  return BoardBlock{cell.tag, cell.count, cell.data};
+}
+
+// A receive from `p` that can never complete: the peer posted the round
+// after ours, so it finished every operation before it (their messages to
+// us are all in our ring), and our ring from it is empty.
+void ShmTransport::board_mismatch(Peer& p) const {
+  const uint32_t next = board_round_ + 1;
+  const BoardCell& cell = p.segment.board().cells[next & 1];
+  if (cell.round.load(std::memory_order_acquire) != next) return;
+  const uint64_t tail = p.in_ring->tail.load(std::memory_order_relaxed);
+  if (p.in_slots[tail].seq.load(std::memory_order_acquire) == tail + 1) return;
+  Mismatch m(str_cat("rank ", rank_, ": ", name(p), " waits for this rank's block on the board"), p.rank, cell.tag,
+             p.recvs.front().tag);
+  m.board = true;
+  throw m;
+}
+
+}  // namespace coll::transport::shm
