@@ -1,6 +1,8 @@
-// The transports alone, below any collective: ping-pong latency (half a
-// round trip) and streaming bandwidth (a window of sends in flight) for shm
-// and tcp, between this process and a forked echo peer.
+// The transports alone, below any collective: ping-pong latency (a round
+// trip) and streaming bandwidth (a window of sends in flight) for shm and
+// tcp, between this process and a forked echo peer; and the floor under all
+// of them, pingpong/cache_line: one 64-byte line handed to a forked process
+// and back, no library in between.
 //
 //   build/bench/micro/transport_bench --benchmark_filter='pingpong'
 //
@@ -10,11 +12,14 @@
 
 #include <benchmark/benchmark.h>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -95,9 +100,50 @@ void run(benchmark::State& state, const std::string& kind, Mode mode, size_t byt
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) state.SkipWithError("the echo peer failed");
 }
 
+// Two lines in memory shared with a forked peer: we write a count into
+// `ping`, the peer answers it in `pong`. What a message between two ranks on
+// this machine can cost at the least; -1 stops the peer, and so does our
+// exit (it looks at its parent now and then).
+void cache_line(benchmark::State& state) {
+  struct alignas(64) Line {
+    std::atomic<int64_t> value{0};
+  };
+  void* shared = mmap(nullptr, 2 * sizeof(Line), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) {
+    state.SkipWithError("mmap");
+    return;
+  }
+  Line* ping = new (shared) Line();
+  Line* pong = new (ping + 1) Line();
+  const pid_t parent = getpid();
+  pid_t child = fork();
+  if (child == 0) {
+    for (int64_t seen = 0;;) {
+      int64_t v;
+      for (int looks = 0; (v = ping->value.load(std::memory_order_acquire)) == seen; ++looks)
+        if (looks % (1 << 20) == 0 && getppid() != parent) _exit(1);
+      if (v < 0) _exit(0);
+      pong->value.store(v, std::memory_order_release);
+      seen = v;
+    }
+  }
+  int64_t n = 0;
+  for (auto _ : state) {
+    ping->value.store(++n, std::memory_order_release);
+    while (pong->value.load(std::memory_order_acquire) != n) {
+    }
+  }
+  ping->value.store(-1, std::memory_order_release);
+  int status = 0;
+  waitpid(child, &status, 0);
+  munmap(shared, 2 * sizeof(Line));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) state.SkipWithError("the peer failed");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  benchmark::RegisterBenchmark("pingpong/cache_line", cache_line)->UseRealTime()->MinWarmUpTime(0.05);
   for (const char* kind : {"shm", "tcp"}) {
     for (size_t bytes : {size_t{8}, size_t{4} << 10, size_t{64} << 10})
       benchmark::RegisterBenchmark((std::string("pingpong/") + kind + "/" + std::to_string(bytes)).c_str(), run, kind,

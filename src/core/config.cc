@@ -49,9 +49,9 @@ const std::vector<Setting>& settings() {
        "with COLL_SHM_STAGED=1 on one node: an allreduce of at least this size whose buffers are private runs "
        "the direct-access allreduce through each rank's staging, unless COLL_ALGO names an allreduce "
        "algorithm (set it alike on every rank)"},
-      {"COLL_SHM_ONESHOT_BYTES", "int", "2048", "bytes",
-       "on one node: an allreduce of at most this size (and at most 4072 bytes) runs one-shot, each rank "
-       "reading every rank's input from its board, unless COLL_ALGO names an allreduce algorithm (set it alike "
+      {"COLL_SHM_ONESHOT_BYTES", "int", "4072", "bytes",
+       "on one node: an allreduce of at most this size (4072 bytes at most: the board) runs one-shot, each "
+       "rank reading every rank's input from its board, unless COLL_ALGO names an allreduce algorithm (set it alike "
        "on every rank); 0: never"},
       {"COLL_SHM_STREAM_BYTES", "int", "1M", "bytes",
        "the direct-access allreduce, registered or staged, writes with non-temporal stores (past the caches) "

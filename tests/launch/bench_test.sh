@@ -19,9 +19,9 @@ if grep -q avx2 /proc/cpuinfo; then grep -q "^reduce/avx2/float16/32K/" <<<"$out
 if grep -q avx512bw /proc/cpuinfo; then grep -q "^reduce/avx512/bfloat16/32K/" <<<"$out" || fail "no avx512 kernel"; fi
 echo "== reduce_bench: OK"
 
-out=$(timeout 300 "$build/bench/micro/transport_bench" --benchmark_filter='pingpong/[a-z]+/8/|stream/[a-z]+/65536/' \
+out=$(timeout 300 "$build/bench/micro/transport_bench" --benchmark_filter='pingpong/cache_line|pingpong/[a-z]+/8/|stream/[a-z]+/65536/' \
   --benchmark_min_time=0.001 2>&1) || fail "transport_bench exited non-zero: $out"
-for want in pingpong/shm/8 pingpong/tcp/8 stream/shm/65536 stream/tcp/65536; do
+for want in pingpong/cache_line pingpong/shm/8 pingpong/tcp/8 stream/shm/65536 stream/tcp/65536; do
   grep -q "^$want/" <<<"$out" || fail "transport_bench has no $want: $out"
 done
 grep -qi "error" <<<"$out" && fail "transport_bench reported an error: $out"

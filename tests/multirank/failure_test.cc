@@ -200,9 +200,14 @@ INSTANTIATE_TEST_SUITE_P(Transports, DeadRank, ::testing::Values("tcp", "shm", "
                          [](const auto& info) { return std::string(info.param); });
 
 // Rank 2 stops after two allreduces; ranks 0 and 1 fail in the third (a
-// timeout, or the other's notice) and dump their flight recorders; rank 2 dumps on SIGUSR1, as an operator
-// would ask a hung rank to. colldiag merges the three and names rank 2.
-TEST(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
+// timeout, or the other's notice) and dump their flight recorders; rank 2
+// dumps on SIGUSR1, as an operator would ask a hung rank to. colldiag merges
+// the three and names rank 2: through the plan, where the others wait on a
+// receive from it, and one-shot, where they wait for its block on the board.
+class FlightRecorder : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
+  const bool oneshot = GetParam() == "oneshot";
   char dir_template[] = "/tmp/coll-fr-test.XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
@@ -224,7 +229,10 @@ TEST(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
         }
         coll_comm_destroy(comm);
       },
-      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "1500"}, {"COLL_FLIGHT_RECORDER_DIR", dir}}});
+      RankOptions{.limit_s = 60,
+                  .env = {{"COLL_TIMEOUT_MS", "1500"},
+                          {"COLL_FLIGHT_RECORDER_DIR", dir},
+                          {"COLL_SHM_ONESHOT_BYTES", oneshot ? "4072" : "0"}}});
   std::string out;
   FILE* p = popen((std::string(COLL_COLLDIAG) + " " + dir + " 2>&1").c_str(), "r");
   ASSERT_NE(p, nullptr);
@@ -235,12 +243,17 @@ TEST(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
   EXPECT_NE(out.find("3 ranks, dumps from 3"), std::string::npos) << out;
   EXPECT_NE(out.find("dumped on timeout"), std::string::npos) << out;
   EXPECT_NE(out.find("dumped on SIGUSR1"), std::string::npos) << out;
-  EXPECT_NE(out.find("count 1000 float32): failed, step"), std::string::npos) << out;
-  EXPECT_NE(out.find("pending: 1 receive(s) from rank 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("count 1000 float32): failed"), std::string::npos) << out;
+  EXPECT_NE(out.find(oneshot ? "waiting for rank 2's block on the board" : "pending: 1 receive(s) from rank 2"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("behind: rank(s) 2 have not reached operation #3"), std::string::npos) << out;
   EXPECT_NE(out.find("verdict: look at rank(s) 2\n"), std::string::npos) << out;
   std::system(("rm -rf " + dir).c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, FlightRecorder, ::testing::Values("plan", "oneshot"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // Ranks that call different operations: the first message that meets the
 // wrong receive says so, and every rank ends with COLL_INVALID_USAGE naming

@@ -1,5 +1,5 @@
 // The one-shot allreduce (core/oneshot.cc): on one node, an allreduce of at
-// most COLL_SHM_ONESHOT_BYTES (2048) goes through every rank's board. Exact
+// most COLL_SHM_ONESHOT_BYTES (the whole board, 4072) goes through every rank's board. Exact
 // for every datatype, op, count (1, primes, the board's whole 4072 bytes)
 // and rank count, in place and not, with the flight recorder as proof that
 // it ran; the plan above the limit, at count 0, and when COLL_ALGO names an
@@ -60,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, Oneshot, ::testing::Values(2, 3, 4, 5, 8),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
 // The whole board: 4072 bytes of int8, bfloat16 and float64, with
-// COLL_SHM_ONESHOT_BYTES past it (the board bounds it).
+// COLL_SHM_ONESHOT_BYTES past it (the board bounds it); 4073 bytes run the plan.
 TEST(OneshotLimits, TheWholeBoard) {
   run_ranks(
       3,
@@ -82,8 +82,8 @@ TEST(OneshotLimits, TheWholeBoard) {
       RankOptions{.env = {{"COLL_SHM_ONESHOT_BYTES", "1M"}}});
 }
 
-// Past COLL_SHM_ONESHOT_BYTES, at count 0, with the setting at 0, and when
-// COLL_ALGO names an allreduce algorithm, the plan runs, exact.
+// Past COLL_SHM_ONESHOT_BYTES (here 2048), at count 0, with the setting at
+// 0, and when COLL_ALGO names an allreduce algorithm, the plan runs, exact.
 TEST(OneshotLimits, ThePlanRunsOutsideThem) {
   for (const char* algo : {"", "allreduce:ring"}) {
     for (const char* limit : {"2048", "0"}) {
