@@ -295,7 +295,7 @@ coll_result_t coll_group_end(void) {
     if (r == COLL_SUCCESS)
       r = guarded(comm, [&] {
         coll::capi::BusyGuard busy(comm);
-        coll::capi::usable(comm).run(batch);
+        coll::capi::usable(comm).run(batch, true);
       });
     if (first == COLL_SUCCESS) first = r;
   }

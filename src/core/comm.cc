@@ -108,7 +108,16 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     }
   }
   if (std::min(direct_bytes_, staged_bytes_) != SIZE_MAX) prepare_direct_access();
-  if (link_class == "shm") {  // oneshot.cc: every peer's board, mapped now
+  recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, segment_tag(id.secret, prefix_),
+                                               Router::host_of(addresses_[static_cast<size_t>(rank_)]));
+  if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
+  if (nranks_ > 1) {
+    algo::Ring ring(rank_, nranks_, ring_order_);
+    transport_->connect({ring.prev(), ring.next()}, addresses_, deadline);
+  }
+  // oneshot.cc: every peer's board, mapped now; after the pinning above, so
+  // that our segment, which we write at every call, is on our NUMA node.
+  if (link_class == "shm") {
     std::vector<int> others;
     for (int r = 0; r < nranks_; ++r)
       if (r != rank_) others.push_back(r);
@@ -116,13 +125,6 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     const int64_t v = config::get_int("COLL_SHM_ONESHOT_BYTES");
     if (v < 0) fail(Code::kInvalidArgument, "COLL_SHM_ONESHOT_BYTES=", v, " must not be negative");
     oneshot_bytes_ = std::min(static_cast<size_t>(v), transport_->board_bytes());
-  }
-  recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, segment_tag(id.secret, prefix_),
-                                               Router::host_of(addresses_[static_cast<size_t>(rank_)]));
-  if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
-  if (nranks_ > 1) {
-    algo::Ring ring(rank_, nranks_, ring_order_);
-    transport_->connect({ring.prev(), ring.next()}, addresses_, deadline);
   }
   log::info(log::kInit, "rank ", rank_, " of ", nranks_, prefix_.empty() ? "" : " (split ", prefix_,
             prefix_.empty() ? "" : ")", " joined (store ", id.store_address, ", transports ",
@@ -228,16 +230,18 @@ bool Communicator::may_access_directly(const OpRequest& op) const {
          !selector_->fixed(algo::Collective::kAllreduce);
 }
 
-// A one-shot allreduce (alone: a group runs its plans together) needs no
-// plan, and at its size looking one up is a fair part of the call.
-void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs) {
+// A one-shot allreduce needs no plan, and at its size looking one up is a
+// fair part of the call. Neither it nor the direct-access allreduce runs in
+// a group: a group's other operations may differ from rank to rank (sends
+// on some, none on others), and its allreduce must run the same way on all.
+void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped) {
   jobs.clear();
   for (const OpRequest& op : ops) {
-    const bool oneshot = ops.size() == 1 && may_run_oneshot(op);
+    const bool oneshot = !grouped && may_run_oneshot(op);
     jobs.push_back(Job{oneshot ? nullptr : plan_for(op), op.send, op.recv, op.dtype, op.op,
                        algo::collective_name(op.collective), op.count, op.root,
                        signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
-                       !oneshot && may_access_directly(op), oneshot});
+                       !grouped && !oneshot && may_access_directly(op), oneshot});
   }
 }
 
@@ -339,20 +343,20 @@ coll_result_t Communicator::async_error(std::string* message) const {
   return failure_code_;
 }
 
-void Communicator::run(std::span<const OpRequest> ops) {
+void Communicator::run(std::span<const OpRequest> ops, bool grouped) {
   if (!worker_) {
-    compile(ops, jobs_);  // reused: a blocking call allocates nothing once warm
+    compile(ops, jobs_, grouped);  // reused: a blocking call allocates nothing once warm
     execute(jobs_);
     return;
   }
-  auto done = run_async(ops);
+  auto done = run_async(ops, grouped);
   coll_result_t result = done->wait();
   if (result != COLL_SUCCESS) throw Error(static_cast<Code>(result), done->message());
 }
 
-std::shared_ptr<Completion> Communicator::run_async(std::span<const OpRequest> ops) {
+std::shared_ptr<Completion> Communicator::run_async(std::span<const OpRequest> ops, bool grouped) {
   auto jobs = std::make_shared<std::vector<Job>>();
-  compile(ops, *jobs);  // argument errors surface here, at once
+  compile(ops, *jobs, grouped);  // argument errors surface here, at once
   auto done = std::make_shared<Completion>();
   if (!worker_) worker_ = std::make_unique<Worker>();
   worker_->enqueue([this, jobs, done] {

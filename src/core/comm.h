@@ -73,8 +73,10 @@ class Communicator {
   int nranks() const { return nranks_; }
 
   // Compiles requests to jobs (choosing algorithms) and runs them as one batch.
-  void run(std::span<const OpRequest> ops);
-  std::shared_ptr<Completion> run_async(std::span<const OpRequest> ops);
+  // `grouped`: the operations of a coll_group_start/end (no one-shot or
+  // direct-access allreduce among them, see compile).
+  void run(std::span<const OpRequest> ops, bool grouped = false);
+  std::shared_ptr<Completion> run_async(std::span<const OpRequest> ops, bool grouped = false);
 
   // Collective: the ranks that pass the same color form a new communicator,
   // ordered by key then by rank here; color < 0 gives null.
@@ -117,12 +119,13 @@ class Communicator {
   static constexpr size_t kMaxCachedSteps = 1 << 17;  // about 10 MB of steps in all
 
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
-  void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs);
+  void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped = false);
   bool may_access_directly(const OpRequest& op) const;
   // oneshot.cc: the allreduce of a few bytes through every rank's board.
   static const std::string kOneshot;
   bool may_run_oneshot(const OpRequest& op) const;
   void oneshot(const Job& job, const Deadline& deadline, OpRecord& record);
+  void wait_for_block(int r, uint32_t round, uint64_t tag, const Deadline& deadline, OpRecord& record);
   void execute(std::vector<Job>& jobs);
   // direct_access.cc: the allreduce through every rank's registered buffers,
   // or through every rank's staging; false (having written nothing) when
@@ -160,9 +163,8 @@ class Communicator {
   size_t staged_bytes_ = SIZE_MAX;
   size_t stream_bytes_ = SIZE_MAX;
   // The one-shot allreduce up to this many bytes (COLL_SHM_ONESHOT_BYTES, on
-  // one node, bounded by the board; 0: never), and the last round it posted.
+  // one node, bounded by the board; 0: never).
   size_t oneshot_bytes_ = 0;
-  uint32_t board_round_ = 0;
   std::vector<char> own_copy_;   // an in-place one-shot's input, where the output overwrites it too early
   char* staging_ = nullptr;      // the staged form's, allocated on first use (coll_mem_alloc's kind of memory)
   bool staging_failed_ = false;  // once: said so in the log

@@ -10,15 +10,19 @@
 // Reading n - 1 blocks per rank is (n - 1) S bytes, so it pays only for
 // small S: up to COLL_SHM_ONESHOT_BYTES, by default the whole board (4072
 // bytes), where it still beat the plan at 2, 4 and 8 ranks (README).
-// Every rank decides from the call alone (its size, the setting, one node),
-// so all take it or none; a rank whose setting differs meets a peer that
+// Every rank decides from the call alone (its size, the setting, one node,
+// and not in a group: an allreduce in coll_group_start/end runs its plan,
+// whatever else the group holds, which may differ from rank to rank), so
+// all take it or none; a rank whose setting differs meets a peer that
 // waits on the board while it waits for a message, and both fail with
 // COLL_INVALID_USAGE (shm/board.cc) rather than at the timeout.
 //
-// Blocks are reduced from the boards, never from the input, so the output
-// may be the input (in place). A block stays on its board until its owner
-// posts the round after next, which it can do only after every rank has
-// posted the next round, that is, after every rank finished reading this one.
+// A block stays on its board until its owner posts the round after next,
+// which it can do only after every rank has posted the next round, that is,
+// after every rank finished reading this one. A rank's own block is read
+// from its input (see below), and in place from rank 2 on from a copy of
+// it: the output, written from rank 0's block on, overwrites the input
+// before the rank's own turn comes.
 #include "core/comm.h"
 #include "core/op_signature.h"
 #include "reduce/reduce.h"
@@ -43,23 +47,29 @@ bool Communicator::may_run_oneshot(const OpRequest& op) const {
          bytes <= oneshot_bytes_ && !selector_->fixed(algo::Collective::kAllreduce);
 }
 
+// Waits until rank r has posted `round`, like the executor waits on its
+// transport: looks first, then waits that read the clock, each bounded by
+// the deadline and its cancellation (coll_comm_abort).
+void Communicator::wait_for_block(int r, uint32_t round, uint64_t tag, const Deadline& deadline, OpRecord& record) {
+  for (int looks = 0; !transport_->board_wait(r, round, tag, looks < kLooksBeforeWait ? 0 : deadline.remaining_ms(100));
+       ++looks) {
+    if (looks < kLooksBeforeWait) continue;
+    if (deadline.cancelled())
+      fail(Code::kInvalidUsage, "rank ", rank_, ": allreduce #", seq_, " (oneshot) was aborted (coll_comm_abort)");
+    if ((looks - kLooksBeforeWait) % 64 == 0) recorder_->waiting_on(record, std::to_string(r));
+    if (deadline.expired())
+      fail(Code::kTimeout, "rank ", rank_, ": allreduce #", seq_, " (oneshot) timed out after ", deadline.budget_ms(),
+           " ms (COLL_TIMEOUT_MS) waiting for rank ", r, "'s block on the board");
+  }
+}
+
 void Communicator::oneshot(const Job& job, const Deadline& deadline, OpRecord& record) {
-  const uint32_t round = ++board_round_;
   const uint64_t tag = make_tag(job.signature, 0);
   const size_t bytes = job.count * reduce::datatype_size(job.dtype);
-  transport_->board_post(round, {tag, job.count, job.send}, bytes);
+  const uint32_t round = transport_->board_post({tag, job.count, job.send}, bytes);
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
-    for (int looks = 0;
-         !transport_->board_wait(r, round, tag, looks < kLooksBeforeWait ? 0 : deadline.remaining_ms(100)); ++looks) {
-      if (looks < kLooksBeforeWait) continue;
-      if (deadline.cancelled())
-        fail(Code::kInvalidUsage, "rank ", rank_, ": allreduce #", seq_, " (oneshot) was aborted (coll_comm_abort)");
-      recorder_->waiting_on(record, std::to_string(r));
-      if (deadline.expired())
-        fail(Code::kTimeout, "rank ", rank_, ": allreduce #", seq_, " (oneshot) timed out after ", deadline.budget_ms(),
-             " ms (COLL_TIMEOUT_MS) waiting for rank ", r, "'s block on the board");
-    }
+    wait_for_block(r, round, tag, deadline, record);
     const transport::Transport::BoardBlock theirs = transport_->board_block(r, round);
     if (theirs.tag != tag)
       fail(Code::kInvalidUsage, "rank ", rank_, ": rank ", r,

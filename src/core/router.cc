@@ -155,16 +155,19 @@ char* Router::access(int peer, const transport::MemoryHandle& handle, size_t byt
 
 size_t Router::board_bytes() const { return board_ == kNoRoute ? 0 : transports_[board_]->board_bytes(); }
 
-void Router::board_post(uint32_t round, const BoardBlock& block, size_t bytes) {
-  transports_[board_]->board_post(round, block, bytes);
+transport::Transport& Router::board() const {
+  if (board_ == kNoRoute) fail(Code::kInternal, "rank ", rank_, ": the board, but no transport serves every peer");
+  return *transports_[board_];
 }
 
+uint32_t Router::board_post(const BoardBlock& block, size_t bytes) { return board().board_post(block, bytes); }
+
 bool Router::board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms) {
-  return transports_[board_]->board_wait(peer, round, want_tag, timeout_ms);
+  return board().board_wait(peer, round, want_tag, timeout_ms);
 }
 
 transport::Transport::BoardBlock Router::board_block(int peer, uint32_t round) const {
-  return transports_[board_]->board_block(peer, round);
+  return board().board_block(peer, round);
 }
 
 bool Router::delivers_pieces_from(int peer) const { return transports_[route(peer)]->delivers_pieces_from(peer); }

@@ -36,7 +36,7 @@ class Router final : public transport::Transport {
   // The board of the transport that serves every peer, once all are
   // connected (none where peers use different transports).
   size_t board_bytes() const override;
-  void board_post(uint32_t round, const BoardBlock& block, size_t bytes) override;
+  uint32_t board_post(const BoardBlock& block, size_t bytes) override;
   bool board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms) override;
   BoardBlock board_block(int peer, uint32_t round) const override;
   void poll(std::vector<transport::RequestId>& done, int timeout_ms) override;
@@ -55,6 +55,7 @@ class Router final : public transport::Transport {
  private:
   size_t choose(int peer, const std::string& address) const;
   bool routed(int peer) const;  // whether a connect chose `peer`'s transport
+  transport::Transport& board() const;
   size_t route(int peer) const;
 
   int rank_;

@@ -32,7 +32,7 @@ char* Transport::access(int peer, const MemoryHandle&, size_t, Access) {
        "'s memory, but this transport has no one-sided access");
 }
 
-void Transport::board_post(uint32_t, const BoardBlock&, size_t) {
+uint32_t Transport::board_post(const BoardBlock&, size_t) {
   fail(Code::kInternal, capabilities().name, ": board_post, but this transport has no board");
 }
 

@@ -112,8 +112,9 @@ class Transport {
   // A board (shm): each rank posts a block of a few bytes per round, which
   // every peer reads in place, for the one-shot allreduce (core/oneshot.cc).
   // board_bytes: the largest block, 0 where there is no board for every
-  // peer. board_post: this rank's block of `round` (1, 2, ...; a round's
-  // block stays readable until this rank posts the round after next).
+  // peer. board_post: this rank's block of the next round (1, 2, ...),
+  // returned; a block stays readable until this rank posts the round after
+  // next.
   // board_wait: whether `peer` has posted `round`, waiting up to timeout_ms
   // (0: a look); kRemote when the peer is gone, a Mismatch when it sent this
   // rank a message instead (it runs another operation). board_block: the
@@ -125,7 +126,7 @@ class Transport {
     const void* data = nullptr;
   };
   virtual size_t board_bytes() const { return 0; }
-  virtual void board_post(uint32_t round, const BoardBlock& block, size_t bytes);
+  virtual uint32_t board_post(const BoardBlock& block, size_t bytes);
   virtual bool board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms);
   virtual BoardBlock board_block(int peer, uint32_t round) const;
 
@@ -152,11 +153,11 @@ std::string check_match(uint64_t tag, uint64_t bytes, uint64_t want_tag, uint64_
 // core to say what differs: a transport does not know what tags mean.
 class Mismatch : public Error {
  public:
-  Mismatch(const std::string& message, int peer, uint64_t got_tag, uint64_t want_tag)
-      : Error(Code::kInvalidUsage, message), peer(peer), got_tag(got_tag), want_tag(want_tag) {}
+  Mismatch(const std::string& message, int peer, uint64_t got_tag, uint64_t want_tag, bool board = false)
+      : Error(Code::kInvalidUsage, message), peer(peer), got_tag(got_tag), want_tag(want_tag), board(board) {}
   int peer;
   uint64_t got_tag, want_tag;
-  bool board = false;  // one side waits on the board (Transport::board_wait)
+  bool board;  // one side waits on the board (Transport::board_wait)
 };
 // Throws Mismatch when (tag, bytes) does not answer (want_tag, want_bytes).
 void check_match_or_fail(int self, int peer, const std::string& peer_name, uint64_t tag, uint64_t bytes,

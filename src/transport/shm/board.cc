@@ -21,9 +21,10 @@ namespace coll::transport::shm {
 
 size_t ShmTransport::board_bytes() const { return set_up_ && !peers_.empty() ? kBoardBytes : 0; }
 
-void ShmTransport::board_post(uint32_t round, const BoardBlock& block, size_t bytes) {
+uint32_t ShmTransport::board_post(const BoardBlock& block, size_t bytes) {
   if (bytes > kBoardBytes)
     fail(Code::kInternal, "shm: rank ", rank_, " posts ", bytes, " bytes on a board of ", kBoardBytes);
+  const uint32_t round = board_round_ + 1;  // wraps: 2^32 is even, so the cells keep taking turns
   Board& board = own_.board();
   BoardCell& cell = board.cells[round & 1];
   cell.tag = block.tag;
@@ -36,6 +37,12 @@ void ShmTransport::board_post(uint32_t round, const BoardBlock& block, size_t by
   cell.round.store(round, std::memory_order_seq_cst);
   board_round_ = round;
   if (board.sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(cell.round);
+  return round;
+}
+
+bool ShmTransport::unread_message(const Peer& p) {
+  const uint64_t tail = p.in_ring->tail.load(std::memory_order_relaxed);
+  return p.in_slots[tail].seq.load(std::memory_order_acquire) == tail + 1;
 }
 
 bool ShmTransport::board_wait(int rank, uint32_t round, uint64_t want_tag, int timeout_ms) {
@@ -56,16 +63,15 @@ bool ShmTransport::board_wait(int rank, uint32_t round, uint64_t want_tag, int t
     if (yield_) sched_yield();
   }
   // Every message the peer sent for earlier operations was taken by them:
-  // one waiting now belongs to an operation this rank is not in.
-  const uint64_t tail = p.in_ring->tail.load(std::memory_order_relaxed);
-  const SlotHeader& slot = p.in_slots[tail];
-  if (!ready() && slot.seq.load(std::memory_order_acquire) == tail + 1) {
-    Mismatch m(
+  // one waiting now belongs to an operation this rank is not in, unless the
+  // peer posted this round before it (and went on to its next operation).
+  // So the ring first, then the round: a message seen means a round posted
+  // before it is seen too.
+  if (unread_message(p) && !ready())
+    throw Mismatch(
         str_cat("rank ", rank_, ": ", name(p), " sent a message while this rank waits for its block on the board"),
-        rank, slot.tag, want_tag);
-    m.board = true;
-    throw m;
-  }
+        rank, p.in_slots[p.in_ring->tail.load(std::memory_order_relaxed)].tag, want_tag, true);
+  if (!ready()) check_alive(p);  // one that closed or died before our sleep would wake nobody
   const uint32_t seen = posted.load(std::memory_order_acquire);
   board.sleepers.fetch_add(1, std::memory_order_seq_cst);
   if (seen != round && posted.load(std::memory_order_seq_cst) == seen)
@@ -89,13 +95,9 @@ Transport::BoardBlock ShmTransport::board_block(int rank, uint32_t round) const 
 void ShmTransport::board_mismatch(Peer& p) const {
   const uint32_t next = board_round_ + 1;
   const BoardCell& cell = p.segment.board().cells[next & 1];
-  if (cell.round.load(std::memory_order_acquire) != next) return;
-  const uint64_t tail = p.in_ring->tail.load(std::memory_order_relaxed);
-  if (p.in_slots[tail].seq.load(std::memory_order_acquire) == tail + 1) return;
-  Mismatch m(str_cat("rank ", rank_, ": ", name(p), " waits for this rank's block on the board"), p.rank, cell.tag,
-             p.recvs.front().tag);
-  m.board = true;
-  throw m;
+  if (cell.round.load(std::memory_order_acquire) != next || unread_message(p)) return;
+  throw Mismatch(str_cat("rank ", rank_, ": ", name(p), " waits for this rank's block on the board"), p.rank, cell.tag,
+                 p.recvs.front().tag, true);
 }
 
 }  // namespace coll::transport::shm

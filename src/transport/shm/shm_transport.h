@@ -72,7 +72,7 @@ class ShmTransport final : public Transport {
   void poll(std::vector<RequestId>& done, int timeout_ms) override;
   // board.cc
   size_t board_bytes() const override;
-  void board_post(uint32_t round, const BoardBlock& block, size_t bytes) override;
+  uint32_t board_post(const BoardBlock& block, size_t bytes) override;
   bool board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms) override;
   BoardBlock board_block(int peer, uint32_t round) const override;
   std::string pending_with(int peer) const override;
@@ -82,6 +82,7 @@ class ShmTransport final : public Transport {
   static constexpr size_t kSingleCopyBytes = 256 << 10;
   static constexpr size_t kMappedBytes = 64 << 10;
 
+ private:
   // Spin this long before sleeping, when every local rank has a core of its
   // own: long enough to catch a peer that is running. With more local ranks
   // than cores a pure spin steals the core its peer needs, and sleeping at
@@ -93,7 +94,6 @@ class ShmTransport final : public Transport {
   static constexpr auto kYield = std::chrono::microseconds(2000);
   static constexpr int kMaxSleepMs = 100;  // then look whether the peers are still alive
 
- private:
   struct Op {
     RequestId id;
     char* data;
@@ -135,8 +135,10 @@ class ShmTransport final : public Transport {
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
   void ring_bell(SegmentHeader& h);
   // Throws a Mismatch when a receive from `p` waits for what `p`, waiting
-  // on the board, will never send (board.cc).
+  // on the board, will never send (board.cc); whether a message from `p`
+  // waits in our ring, not yet taken.
   void board_mismatch(Peer& p) const;
+  static bool unread_message(const Peer& p);
   // Whether the peer neither closed nor exited; check_alive throws, naming
   // which, when it did.
   bool alive(const Peer& p) const;
@@ -162,7 +164,7 @@ class ShmTransport final : public Transport {
   std::atomic<bool> closed_{false};
   uint64_t probe_word_;
   net::Fd region_probe_;           // peers take it with pidfd_getfd at setup; closed once they have
-  uint32_t board_round_ = 0;       // the last round this rank posted on its board
+  uint32_t board_round_ = 0;       // the last round this rank posted on its board (board.cc)
   std::vector<char> cma_staging_;  // a single-copy message bound for a sink is read here first
 };
 
