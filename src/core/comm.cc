@@ -83,6 +83,8 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
   const std::string link_class = nranks_ > 1 ? transport_->slowest_for(addresses_) : "";
   if (nranks_ > 1) selector_->set_link_class(link_class);
+  for (int r = 0; r < nranks_; ++r)
+    if (r != rank_) others_.push_back(r);
   if (link_class == "shm") {  // direct_access.cc
     auto bytes = [](const char* name) {
       const int64_t v = config::get_int(name);
@@ -118,10 +120,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   // oneshot.cc: every peer's board, mapped now; after the pinning above, so
   // that our segment, which we write at every call, is on our NUMA node.
   if (link_class == "shm") {
-    std::vector<int> others;
-    for (int r = 0; r < nranks_; ++r)
-      if (r != rank_) others.push_back(r);
-    transport_->connect(others, addresses_, deadline);
+    transport_->connect(others_, addresses_, deadline);
     const int64_t v = config::get_int("COLL_SHM_ONESHOT_BYTES");
     if (v < 0) fail(Code::kInvalidArgument, "COLL_SHM_ONESHOT_BYTES=", v, " must not be negative");
     oneshot_bytes_ = std::min(static_cast<size_t>(v), transport_->board_bytes());
@@ -225,8 +224,13 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
 // allow: large enough, on one node (direct_bytes_ in mapped mode,
 // staged_bytes_), and its algorithm not named by the caller or COLL_ALGO.
 bool Communicator::may_access_directly(const OpRequest& op) const {
+  return unnamed_allreduce(op) && op.count * reduce::datatype_size(op.dtype) >= std::min(direct_bytes_, staged_bytes_);
+}
+
+// An allreduce whose algorithm neither the caller nor COLL_ALGO named: the
+// library may run it outside the schedules (direct_access.cc, oneshot.cc).
+bool Communicator::unnamed_allreduce(const OpRequest& op) const {
   return op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr &&
-         op.count * reduce::datatype_size(op.dtype) >= std::min(direct_bytes_, staged_bytes_) &&
          !selector_->fixed(algo::Collective::kAllreduce);
 }
 

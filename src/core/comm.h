@@ -121,6 +121,7 @@ class Communicator {
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
   void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped = false);
   bool may_access_directly(const OpRequest& op) const;
+  bool unnamed_allreduce(const OpRequest& op) const;
   // oneshot.cc: the allreduce of a few bytes through every rank's board.
   static const std::string kOneshot;
   bool may_run_oneshot(const OpRequest& op) const;
@@ -188,9 +189,9 @@ class Communicator {
   size_t cached_steps_ = 0;
   Executor executor_;
   std::vector<Job> jobs_;  // the blocking path's, reused
-  // direct_access.cc's own operations, compiled at init; its peers.
+  // direct_access.cc's own operations, compiled at init.
   std::vector<Job> offers_job_, barrier_job_;
-  std::vector<int> direct_peers_;
+  std::vector<int> others_;  // every rank but this one
   ChannelCounters counters_;
   uint64_t seq_ = 0;
   int splits_ = 0;

@@ -131,18 +131,16 @@ void Communicator::prepare_direct_access() {
   const OpRequest barrier{algo::Collective::kBarrier, nullptr, nullptr, 0, COLL_UINT8, COLL_SUM, 0, "dissemination"};
   compile({&offers, 1}, offers_job_);
   compile({&barrier, 1}, barrier_job_);
-  for (int r = 0; r < nranks_; ++r)
-    if (r != rank_) direct_peers_.push_back(r);
 }
 
 bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRecord& record) {
   const size_t bytes = job.count * reduce::datatype_size(job.dtype);
-  transport_->connect(direct_peers_, addresses_, deadline);
+  transport_->connect(others_, addresses_, deadline);
   recorder_->set_algorithm(record, "direct_access");
 
   // 1. Offers.
   bool reach = true;
-  for (int r : direct_peers_) reach = reach && transport_->can_access(r);
+  for (int r : others_) reach = reach && transport_->can_access(r);
   Offer mine;
   mine.direct = reach && bytes >= direct_bytes_ && transport_->handle_for(job.send, bytes, &mine.send) &&
                 transport_->handle_for(job.recv, bytes, &mine.recv);
@@ -169,7 +167,7 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   }
   if (!all_direct && all_staged) {
     std::vector<const char*> staging(static_cast<size_t>(nranks_));
-    for (int r : direct_peers_)
+    for (int r : others_)
       staging[static_cast<size_t>(r)] =
           transport_->access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes, Access::kRead);
     staging[static_cast<size_t>(rank_)] = staging_;
@@ -212,7 +210,7 @@ void Communicator::staged_access(const Job& job, const std::vector<const char*>&
     char* recv = static_cast<char*>(job.recv) + first * es;
     auto slice = [&](int r) { return algo::line_span(count, es, nranks_, r); };
     // 1. The others' slices of our input into our X.
-    for (int r : direct_peers_) {
+    for (int r : others_) {
       const algo::Span s = slice(r);
       std::memcpy(staging_ + s.offset * es, send + s.offset * es, s.count * es);
     }
@@ -225,7 +223,7 @@ void Communicator::staged_access(const Job& job, const std::vector<const char*>&
     // 3. Every other slice from its owner's Y into our output; in place,
     // with ordinary stores, as in the registered form (4 MiB in place took
     // 537-633 us against 707-1027 streamed; at 16 and 64 MiB alike).
-    for (int r : direct_peers_) {
+    for (int r : others_) {
       const algo::Span s = slice(r);
       copy(recv + s.offset * es, staging[static_cast<size_t>(r)] + kWindowBytes + s.offset * es, s.count * es,
            streaming && recv != send);

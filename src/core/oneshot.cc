@@ -43,8 +43,7 @@ const std::string Communicator::kOneshot = "oneshot";
 
 bool Communicator::may_run_oneshot(const OpRequest& op) const {
   const size_t bytes = op.count * reduce::datatype_size(op.dtype);
-  return op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr && bytes > 0 &&
-         bytes <= oneshot_bytes_ && !selector_->fixed(algo::Collective::kAllreduce);
+  return unnamed_allreduce(op) && bytes > 0 && bytes <= oneshot_bytes_;
 }
 
 // Waits until rank r has posted `round`, like the executor waits on its
@@ -67,8 +66,7 @@ void Communicator::oneshot(const Job& job, const Deadline& deadline, OpRecord& r
   const uint64_t tag = make_tag(job.signature, 0);
   const size_t bytes = job.count * reduce::datatype_size(job.dtype);
   const uint32_t round = transport_->board_post({tag, job.count, job.send}, bytes);
-  for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_) continue;
+  for (int r : others_) {
     wait_for_block(r, round, tag, deadline, record);
     const transport::Transport::BoardBlock theirs = transport_->board_block(r, round);
     if (theirs.tag != tag)

@@ -28,10 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool private_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count, bool in_place) {
-  return allreduce_case(comm, rank, n, t, op, count, in_place, Memory::kPrivate);
-}
-
 // Counts whose bytes fit 2048 for every datatype: 1, small primes, and 251
 // (2008 bytes of float64).
 constexpr size_t kCounts[] = {1, 2, 3, 13, 61, 251};

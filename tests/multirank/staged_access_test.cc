@@ -26,11 +26,6 @@
 namespace coll::testing {
 namespace {
 
-// One allreduce on private buffers, checked exactly (support/shared_buffers.h).
-bool private_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count, bool in_place) {
-  return allreduce_case(comm, rank, n, t, op, count, in_place, Memory::kPrivate);
-}
-
 class StagedAccess : public ::testing::TestWithParam<RanksStream> {};
 
 TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {

@@ -113,6 +113,12 @@ inline bool allreduce_case(coll_comm_t comm, int rank, int n, coll_datatype_t t,
   return wrong == 0 && !::testing::Test::HasFailure();
 }
 
+// The same on private buffers, as most callers have them.
+inline bool private_case(coll_comm_t comm, int rank, int n, coll_datatype_t t, coll_redop_t op, size_t count,
+                         bool in_place) {
+  return allreduce_case(comm, rank, n, t, op, count, in_place, Memory::kPrivate);
+}
+
 // Every count x dtype x op, in place and not; then float32 sum, bfloat16
 // avg and int8 max at `large` elements, in place and not. False from the
 // first case that failed.

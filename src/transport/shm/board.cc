@@ -55,13 +55,7 @@ bool ShmTransport::board_wait(int rank, uint32_t round, uint64_t want_tag, int t
     if (yield_) sched_yield();
     return false;
   }
-  auto spin_until = std::chrono::steady_clock::now() +
-                    std::min<std::chrono::microseconds>(spin_, std::chrono::milliseconds(timeout_ms));
-  while (std::chrono::steady_clock::now() < spin_until) {
-    for (int i = 0; i < 16; ++i)
-      if (ready()) return true;
-    if (yield_) sched_yield();
-  }
+  if (spin_until(timeout_ms, ready)) return true;
   // Every message the peer sent for earlier operations was taken by them:
   // one waiting now belongs to an operation this rank is not in, unless the
   // peer posted this round before it (and went on to its next operation).

@@ -437,15 +437,7 @@ void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
     if (yield_) sched_yield();
     return;
   }
-  // Spin (one core each) or yield (more ranks than cores: the core goes to a
-  // peer that can run, without the futex round trip through the kernel).
-  auto spin_until = std::chrono::steady_clock::now() +
-                    std::min<std::chrono::microseconds>(spin_, std::chrono::milliseconds(timeout_ms));
-  while (std::chrono::steady_clock::now() < spin_until) {
-    for (int i = 0; i < 16; ++i)
-      if (progress(done)) return;
-    if (yield_) sched_yield();
-  }
+  if (spin_until(timeout_ms, [&] { return progress(done); })) return;
   for (Peer& p : peers_)
     if (!p.recvs.empty()) board_mismatch(p);
   // Sleep on our doorbell. Announce it first, then look once more, so that a

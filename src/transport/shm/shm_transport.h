@@ -28,6 +28,9 @@
 #include "transport/shm/segment.h"
 #include "transport/transport.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -128,6 +131,21 @@ class ShmTransport final : public Transport {
   };
 
   void setup(const std::vector<std::string>& addresses, const Deadline& deadline);
+  // Looks until `ready` says yes (true) or spin_ (at most timeout_ms) has
+  // passed (false): spinning with a core each, yielding between looks with
+  // more ranks than cores (the core goes to a peer that can run, without
+  // the futex round trip through the kernel). Before a wait sleeps.
+  template <typename Ready>
+  bool spin_until(int timeout_ms, Ready ready) {
+    const auto end = std::chrono::steady_clock::now() +
+                     std::min<std::chrono::microseconds>(spin_, std::chrono::milliseconds(timeout_ms));
+    while (std::chrono::steady_clock::now() < end) {
+      for (int i = 0; i < 16; ++i)
+        if (ready()) return true;
+      if (yield_) sched_yield();
+    }
+    return false;
+  }
   RequestId post_recv_op(Peer& p, const Op& op);
   bool progress(std::vector<RequestId>& done);
   char* map_region(Peer& p, const RegionRef& ref, size_t bytes, bool writable = false);
