@@ -94,6 +94,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     if (config::get_bool("COLL_SHM_MAPPED")) direct_bytes_ = bytes("COLL_SHM_DIRECT_BYTES");
     if (config::get_bool("COLL_SHM_STAGED")) staged_bytes_ = bytes("COLL_SHM_STAGED_BYTES");
     stream_bytes_ = bytes("COLL_SHM_STREAM_BYTES");
+    staged_stream_bytes_ = bytes("COLL_SHM_STAGED_STREAM_BYTES");
   }
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
   nodes_ = ranks_by_node(addresses_);

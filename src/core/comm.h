@@ -159,10 +159,12 @@ class Communicator {
   // The direct-access allreduce from this many bytes (COLL_SHM_DIRECT_BYTES,
   // with COLL_SHM_MAPPED=1 on one node; SIZE_MAX: never), its staged form
   // for private buffers from this many (COLL_SHM_STAGED_BYTES, on one node),
-  // and their non-temporal stores from this many (COLL_SHM_STREAM_BYTES).
+  // and their non-temporal stores from this many (COLL_SHM_STREAM_BYTES and
+  // COLL_SHM_STAGED_STREAM_BYTES).
   size_t direct_bytes_ = SIZE_MAX;
   size_t staged_bytes_ = SIZE_MAX;
   size_t stream_bytes_ = SIZE_MAX;
+  size_t staged_stream_bytes_ = SIZE_MAX;
   // The one-shot allreduce up to this many bytes (COLL_SHM_ONESHOT_BYTES, on
   // one node, bounded by the board; 0: never).
   size_t oneshot_bytes_ = 0;

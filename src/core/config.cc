@@ -45,7 +45,7 @@ const std::vector<Setting>& settings() {
        "on one node, 1: large allreduces on private buffers may run the direct-access allreduce through each "
        "rank's staging, which the others map (set it alike on every rank); 0: never, and with "
        "COLL_SHM_MAPPED=0 no rank probes whether it can map its peers' memory"},
-      {"COLL_SHM_STAGED_BYTES", "int", "4M", "bytes",
+      {"COLL_SHM_STAGED_BYTES", "int", "1M", "bytes",
        "with COLL_SHM_STAGED=1 on one node: an allreduce of at least this size whose buffers are private runs "
        "the direct-access allreduce through each rank's staging, unless COLL_ALGO names an allreduce "
        "algorithm (set it alike on every rank)"},
@@ -54,8 +54,9 @@ const std::vector<Setting>& settings() {
        "rank reading every rank's input from its board, unless COLL_ALGO names an allreduce algorithm (set it alike "
        "on every rank); 0: never"},
       {"COLL_SHM_STREAM_BYTES", "int", "1M", "bytes",
-       "the direct-access allreduce, registered or staged, writes with non-temporal stores (past the caches) "
-       "from this size"},
+       "the registered direct-access allreduce writes with non-temporal stores (past the caches) from this size"},
+      {"COLL_SHM_STAGED_STREAM_BYTES", "int", "4M", "bytes",
+       "the staged direct-access allreduce writes with non-temporal stores (past the caches) from this size"},
       {"COLL_TCP_SILENCE_MS", "int", "20000", "ms",
        "tcp: a peer whose kernel acknowledges none of the data in flight to it for this long is gone (its "
        "node is down or cut off): COLL_REMOTE_ERROR without waiting for COLL_TIMEOUT_MS; 0: off"},

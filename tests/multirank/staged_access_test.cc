@@ -33,7 +33,7 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
   RankOptions options{.limit_s = 400,
                       .env = {{"COLL_TIMEOUT_MS", "120000"},
                               {"COLL_SHM_STAGED_BYTES", "0"},
-                              {"COLL_SHM_STREAM_BYTES", std::get<1>(GetParam())}}};
+                              {"COLL_SHM_STAGED_STREAM_BYTES", std::get<1>(GetParam())}}};
   run_ranks(
       nranks,
       [&](int rank, int n, const coll_unique_id_t& id) {
@@ -58,7 +58,7 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, StagedAccess, ranks_and_streaming(), ranks_stream_name);
 
-// Below COLL_SHM_STAGED_BYTES (4M by default), and when COLL_ALGO names an
+// Below COLL_SHM_STAGED_BYTES (1M by default), and when COLL_ALGO names an
 // allreduce algorithm, the plan runs and no staging is made.
 TEST(StagedAccess, SmallOrNamedAlgorithmRunsThePlan) {
   for (const char* algo : {"", "ring"}) {
@@ -67,9 +67,9 @@ TEST(StagedAccess, SmallOrNamedAlgorithmRunsThePlan) {
         [&](int rank, int n, const coll_unique_id_t& id) {
           coll_comm_t comm = init_or_die(rank, n, id);
           ASSERT_NE(comm, nullptr);
-          EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, (1 << 20) - 1, false));  // 4 MiB - 4
+          EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, (1 << 18) - 1, false));  // 1 MiB - 4
           EXPECT_EQ(staging_mappings(), 0) << "rank " << rank << ": below the threshold";
-          EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, 1 << 20, false));
+          EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, 1 << 18, false));
           EXPECT_EQ(staging_mappings(), std::string(algo).empty() ? n : 0) << "rank " << rank << ": COLL_ALGO=" << algo;
           EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
         },

@@ -168,7 +168,8 @@ inline int mapped_by_form(const DirectForm& form) {
   return form.shared ? coll_mem_mappings("rw") : staging_mappings("r-");
 }
 
-// Their parameters: ranks, and COLL_SHM_STREAM_BYTES ("0": every output
+// Their parameters: ranks, and the form's streaming threshold
+// (COLL_SHM_STREAM_BYTES or COLL_SHM_STAGED_STREAM_BYTES; "0": every output
 // that is not its rank's input is written with non-temporal stores; "1G":
 // none is).
 using RanksStream = std::tuple<int, std::string>;
