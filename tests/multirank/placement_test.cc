@@ -5,8 +5,11 @@
 // NUMA node, so that the test means something on a 2-core machine.
 #include "support/multirank.h"
 
+#include <coll/coll.h>
+
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -91,6 +94,45 @@ TEST_F(Placement, EachRankGoesToItsGpusNumaNode) {
 
 TEST_F(Placement, BindZeroLeavesThreadsAsLaunched) {
   expect_cpus({{"COLL_TOPO_FILE", write_topology(false)}, {"COLL_BIND", "0"}}, {cpus_, cpus_});
+}
+
+// Two ranks that the scheduler (or a launcher) put on one CPU: a rank
+// whose peer has not posted yet yields the CPU to it rather than spin out
+// its spin and sleep on a futex, which cost 35 us per 8-byte allreduce
+// (docs/PERFORMANCE.md). Seen from the outside, it sleeps seldom: few
+// voluntary context switches, where sleeping takes at least one per call
+// on one of the two ranks. Both paths that wait: the board (one-shot) and
+// the rings (COLL_SHM_ONESHOT_BYTES=0).
+TEST_F(Placement, RanksOnOneCpuYieldToEachOtherRatherThanSleep) {
+  for (const char* oneshot : {"4072", "0"}) {
+    RankOptions options;
+    options.env = {{"COLL_BIND", "0"}, {"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_ONESHOT_BYTES", oneshot}};
+    run_ranks(
+        2,
+        [&](int rank, int nranks, const coll_unique_id_t& id) {
+          cpu_set_t zero;
+          CPU_ZERO(&zero);
+          CPU_SET(0, &zero);
+          ASSERT_EQ(sched_setaffinity(0, sizeof(zero), &zero), 0);
+          coll_comm_t comm = init_or_die(rank, nranks, id);
+          ASSERT_NE(comm, nullptr);
+          constexpr int kCalls = 2000;
+          rusage before{}, after{};
+          ASSERT_EQ(getrusage(RUSAGE_THREAD, &before), 0);
+          int64_t wrong = 0;
+          for (int i = 0; i < kCalls; ++i) {
+            int64_t v[2] = {rank + i, -rank};
+            ASSERT_EQ(coll_allreduce(v, v, 2, COLL_INT64, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+            wrong += (v[0] != 2 * i + 1) + (v[1] != -1);
+          }
+          ASSERT_EQ(getrusage(RUSAGE_THREAD, &after), 0);
+          EXPECT_EQ(wrong, 0) << "rank " << rank;
+          EXPECT_LT(after.ru_nvcsw - before.ru_nvcsw, kCalls / 4)
+              << "rank " << rank << ", COLL_SHM_ONESHOT_BYTES=" << oneshot << ": slept instead of yielding";
+          EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+        },
+        options);
+  }
 }
 
 TEST_F(Placement, ABadTopologyFileIsAnErrorAtInit) {

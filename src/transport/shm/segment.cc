@@ -19,7 +19,7 @@
 namespace coll::transport::shm {
 namespace {
 
-constexpr uint64_t kMagic = 0x434f4c4c53484d33;  // "COLLSHM3": a board after the header
+constexpr uint64_t kMagic = 0x434f4c4c53484d34;  // "COLLSHM4": the header says where its owner waits
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 size_t slot_stride(uint32_t slot_bytes) { return round_up(sizeof(SlotHeader) + slot_bytes, 64); }
@@ -96,6 +96,7 @@ Segment Segment::create(const std::string& name, uint32_t nlocal, uint32_t nslot
   h->probe_value = probes.value;
   h->probe_fd = probes.fd;
   h->probe_inode = probes.inode;
+  h->waiting_cpu.store(-1, std::memory_order_relaxed);
   new (&s.board()) Board();
   for (uint32_t i = 0; i < nlocal; ++i) new (&s.ring(i)) RingHeader();
   std::atomic_thread_fence(std::memory_order_release);

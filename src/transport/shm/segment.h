@@ -87,10 +87,13 @@ struct alignas(64) SegmentHeader {
   uint64_t probe_inode;                        // its inode
   alignas(64) std::atomic<uint32_t> doorbell;  // bumped by anyone with news for the owner
   std::atomic<uint32_t> sleepers;              // the owner is (about to be) asleep on the doorbell
-  alignas(64) std::atomic<int32_t> attached;   // local peers that have mapped this segment
-  std::atomic<uint32_t> aborted;               // the owner aborted: its peers must stop waiting on it
-  int32_t notice_code;                         // why, when it failed (written before `aborted`)
-  char notice[1024];                           // NUL-terminated; empty for a plain abort
+  // The CPU the owner was on when it last waited beyond its first looks
+  // (-1: not yet), so that a peer spinning on the same CPU yields to it.
+  alignas(64) std::atomic<int32_t> waiting_cpu;
+  alignas(64) std::atomic<int32_t> attached;  // local peers that have mapped this segment
+  std::atomic<uint32_t> aborted;              // the owner aborted: its peers must stop waiting on it
+  int32_t notice_code;                        // why, when it failed (written before `aborted`)
+  char notice[1024];                          // NUL-terminated; empty for a plain abort
 };
 
 class Segment {

@@ -410,6 +410,15 @@ std::string ShmTransport::name(const Peer& p) const {
   return str_cat("rank ", p.rank, " (host ", host_id_, ", pid ", p.pid, ", shm)");
 }
 
+bool ShmTransport::sharing_a_cpu() {
+  const int cpu = sched_getcpu();
+  std::atomic<int32_t>& mine = own_.header().waiting_cpu;
+  if (mine.load(std::memory_order_relaxed) != cpu) mine.store(cpu, std::memory_order_relaxed);
+  for (const Peer& p : peers_)
+    if (p.segment.header().waiting_cpu.load(std::memory_order_relaxed) == cpu) return true;
+  return false;
+}
+
 bool ShmTransport::alive(const Peer& p) const {
   if (p.segment.header().aborted.load(std::memory_order_acquire) != 0) return false;
   if (p.pidfd.valid()) {

@@ -139,13 +139,22 @@ class ShmTransport final : public Transport {
   bool spin_until(int timeout_ms, Ready ready) {
     const auto end = std::chrono::steady_clock::now() +
                      std::min<std::chrono::microseconds>(spin_, std::chrono::milliseconds(timeout_ms));
-    while (std::chrono::steady_clock::now() < end) {
+    bool yield = yield_;
+    for (int rounds = 0; std::chrono::steady_clock::now() < end; ++rounds) {
       for (int i = 0; i < 16; ++i)
         if (ready()) return true;
-      if (yield_) sched_yield();
+      if (rounds % 64 == 0) yield = yield_ || sharing_a_cpu();  // not before 16 looks: most waits end sooner
+      if (yield) sched_yield();
     }
     return false;
   }
+  // Whether a local peer last waited on the CPU this thread runs on now
+  // (and says where this one waits). Two ranks that the scheduler put on
+  // one CPU, with another idle, stay there as long as each wakes the other
+  // from a futex; spinning then holds the CPU its peer needs for the whole
+  // spin, every operation. Yielding hands it over, and with no wake-ups the
+  // scheduler soon spreads them again.
+  bool sharing_a_cpu();
   RequestId post_recv_op(Peer& p, const Op& op);
   bool progress(std::vector<RequestId>& done);
   char* map_region(Peer& p, const RegionRef& ref, size_t bytes, bool writable = false);
