@@ -412,6 +412,7 @@ std::string ShmTransport::name(const Peer& p) const {
 
 bool ShmTransport::sharing_a_cpu() {
   const int cpu = sched_getcpu();
+  if (cpu < 0) return false;  // unknown; -1 is also "never waited"
   std::atomic<int32_t>& mine = own_.header().waiting_cpu;
   if (mine.load(std::memory_order_relaxed) != cpu) mine.store(cpu, std::memory_order_relaxed);
   for (const Peer& p : peers_)
