@@ -152,8 +152,8 @@ class ShmTransport final : public Transport {
   // (and says where this one waits). Two ranks that the scheduler put on
   // one CPU, with another idle, stay there as long as each wakes the other
   // from a futex; spinning then holds the CPU its peer needs for the whole
-  // spin, every operation. Yielding hands it over, and with no wake-ups the
-  // scheduler soon spreads them again.
+  // spin, every operation. Yielding hands it over, and the scheduler's
+  // periodic balancing spreads them again (docs/PERFORMANCE.md).
   bool sharing_a_cpu();
   RequestId post_recv_op(Peer& p, const Op& op);
   bool progress(std::vector<RequestId>& done);
