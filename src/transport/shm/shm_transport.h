@@ -133,8 +133,9 @@ class ShmTransport final : public Transport {
   void setup(const std::vector<std::string>& addresses, const Deadline& deadline);
   // Looks until `ready` says yes (true) or spin_ (at most timeout_ms) has
   // passed (false): spinning with a core each, yielding between looks with
-  // more ranks than cores (the core goes to a peer that can run, without
-  // the futex round trip through the kernel). Before a wait sleeps.
+  // more ranks than cores or when a peer waits on this CPU (the core goes
+  // to a peer that can run, without the futex round trip through the
+  // kernel). Before a wait sleeps.
   template <typename Ready>
   bool spin_until(int timeout_ms, Ready ready) {
     const auto end = std::chrono::steady_clock::now() +
