@@ -4,16 +4,35 @@
 #include "core/auth.h"
 #include "core/error.h"
 
+#include <poll.h>
+
+#include <algorithm>
 #include <cstring>
 
 namespace coll::bootstrap {
 
-StoreClient::StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank, net::Refused refused)
+StoreClient::StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank, net::Refused refused,
+                         const std::function<bool()>& gone)
     : address_(id.store_address) {
   std::string what = str_cat("bootstrap store at ", address_);
   net::SockAddr addr = net::SockAddr::parse(address_, "bootstrap store address");
   fd_ = net::connect_to(addr, deadline, what, refused);
+  if (gone) await_greeting(gone, deadline, what);
   auth::client_handshake(fd_.get(), id.secret, kStorePurpose, rank, deadline, what);
+}
+
+// Until the greeting (or a reset or close) can be read, asking `gone`
+// between looks. The looks start short, so that a lost connection costs
+// little, and grow, so that a host that comes late is not asked hundreds of
+// times. At the deadline the handshake's own receive reports the timeout.
+void StoreClient::await_greeting(const std::function<bool()>& gone, const Deadline& deadline, const std::string& what) {
+  for (int look_ms = 250;; look_ms = std::min(2 * look_ms, 2000)) {
+    pollfd p{fd_.get(), POLLIN, 0};
+    const int rc = ::poll(&p, 1, deadline.remaining_ms(look_ms));
+    if (rc > 0 || deadline.expired()) return;
+    if (rc < 0 && errno != EINTR) fail_errno(Code::kSystem, errno, str_cat("waiting for ", what), "poll");
+    if (gone()) fail(Code::kRemote, what, " is gone (it accepted us, never greeted us, and now refuses connections)");
+  }
 }
 
 std::string StoreClient::request(uint32_t op, const std::string& key, const std::string& value,

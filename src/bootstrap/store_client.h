@@ -8,6 +8,7 @@
 #include "core/socket.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace coll::bootstrap {
@@ -18,7 +19,15 @@ class StoreClient {
   // its listener is known to be up) and authenticates. `rank` identifies
   // the job's first communicator of each rank (whose goodbyes end the
   // store); others pass kStoreClientIdentity.
-  StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank, net::Refused refused = net::Refused::kRetry);
+  //
+  // `gone`, when given, is asked between looks while the store has not yet
+  // greeted us (every 250 ms at first, then less often, up to 2 s): true
+  // ends the wait with kRemote. coll_comm_shrink meets on a socket that
+  // listens before its host serves on it, and a guest's connection, taken
+  // by the kernel for a host that died, was once left without a reset for
+  // the whole timeout: the guest must look at the host again while it waits.
+  StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t rank, net::Refused refused = net::Refused::kRetry,
+              const std::function<bool()>& gone = nullptr);
 
   void set(const std::string& key, const std::string& value, const Deadline& deadline);
   // Waits until the key exists. `waiting_for` completes the timeout message,
@@ -33,6 +42,7 @@ class StoreClient {
  private:
   std::string request(uint32_t op, const std::string& key, const std::string& value, const Deadline& deadline,
                       const std::string& waiting_for);
+  void await_greeting(const std::function<bool()>& gone, const Deadline& deadline, const std::string& what);
 
   std::string address_;
   net::Fd fd_;

@@ -250,8 +250,12 @@ void StoreServer::run() {
           continue;
         }
         if (closed) {
-          // A rank that leaves mid-handshake is a stranger or a port scan: say so once.
-          close_conn(fd, c.authenticated ? "" : "closed before authenticating");
+          // One that leaves mid-handshake is a stranger or a port scan: say
+          // so once. One that leaves without a byte is most likely
+          // coll_comm_shrink probing whether this host is alive: not a warning.
+          if (!c.authenticated && c.in.empty())
+            log::info(log::kBoot, "bootstrap store: ", c.peer, " connected and left without a word (a probe)");
+          close_conn(fd, c.authenticated || c.in.empty() ? "" : "closed before authenticating");
           continue;
         }
         if (!flush(c)) close_conn(fd, "");

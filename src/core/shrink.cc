@@ -12,8 +12,10 @@
 // long as its communicator, so a connection it refuses means that process
 // (or its communicator) is gone. Each survivor probes the candidates for
 // host in rank order, and the host probes the ranks it still waits for. A
-// node that went silent refuses nothing: its ranks are left out only when
-// the timeout passes.
+// guest that waits for its host to serve keeps probing the host too: a
+// guest's connection to a host that died was once left without a reset for
+// the whole timeout. A node that went silent refuses nothing: its ranks are
+// left out only when the timeout passes.
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
@@ -38,6 +40,11 @@ std::string join(const std::vector<int>& ranks) {
   return out;
 }
 
+// Whether the listener at `address` refuses a connection (see standby_gone).
+bool refuses(const std::string& address) {
+  return net::refuses_connections(net::SockAddr::parse(address, "standby address"), kProbeWaitMs);
+}
+
 std::vector<int> parse_ranks(const std::string& text, int nranks) {
   std::vector<int> out;
   std::stringstream list(text);
@@ -52,8 +59,7 @@ std::vector<int> parse_ranks(const std::string& text, int nranks) {
 }  // namespace
 
 bool Communicator::standby_gone(int r) const {
-  const bool gone = net::refuses_connections(
-      net::SockAddr::parse(standby_addresses_[static_cast<size_t>(r)], "standby address"), kProbeWaitMs);
+  const bool gone = refuses(standby_addresses_[static_cast<size_t>(r)]);
   if (gone)
     log::warn(log::kInit, "comm_shrink: rank ", r, " is gone (its standby socket refuses connections): left out");
   return gone;
@@ -115,8 +121,12 @@ std::string Communicator::meet(const bootstrap::UniqueId& id, int host, const st
       fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
     bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
   }
-  // Every standby socket listens from init: a refusal means the host is gone.
-  bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail);
+  // Every standby socket listens from init: a refusal means the host is
+  // gone, whether it comes at once or while we wait for the host to serve.
+  const std::string& address = id.store_address;
+  bootstrap::StoreClient store(
+      id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail,
+      host == rank_ ? std::function<bool()>() : [&address] { return refuses(address); });
   store.set(str_cat("in/", rank_), join(mine), deadline);
   store.add(str_cat("arrived/", rank_), 1, deadline);
   if (host == rank_) return decide_members(store, out, deadline);

@@ -1,12 +1,16 @@
 // coll_comm_shrink with real processes: the survivors of a killed rank
 // (rank 0, the store's host, included) form a new communicator and compute
 // exact results with it; the dead are found without being named, a host
-// that dies during the meeting is replaced; exclusion lists that differ
-// are united; bad arguments are refused.
+// that dies during the meeting is replaced, also when our connection to it
+// is never reset; exclusion lists that differ are united; bad arguments
+// are refused.
 #include "support/multirank.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -144,6 +148,64 @@ TEST(Shrink, TheHostDyingWhileTheyMeetIsReplaced) {
           raise(SIGKILL);
         }
         shrink_to_ranks_1_and_3(comm, rank, "a dying host");
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
+}
+
+// A stand-in for a connection the kernel took for a rank that then died,
+// and never reset (seen once in CI: a guest waited the whole timeout). A
+// child keeps the rank's listening sockets, closes everything else, takes
+// the connections that come in its first second and holds them without a
+// word, then closes the listeners (the rank's sockets now refuse, as a dead
+// rank's do) but keeps the connections for 8 s more. The caller then dies.
+// (Its standard streams close too: ctest waits for whoever holds them.)
+void hold_connections_silently_then_refuse() {
+  if (fork() != 0) return;
+  std::vector<int> listeners;
+  DIR* dir = opendir("/proc/self/fd");
+  std::vector<int> fds;
+  while (dirent* e = readdir(dir)) fds.push_back(std::atoi(e->d_name));
+  for (int fd : fds) {
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    if (fd == dirfd(dir)) continue;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening != 0)
+      listeners.push_back(fd);
+    else
+      close(fd);
+  }
+  closedir(dir);
+  std::vector<int> held;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (std::chrono::steady_clock::now() < until) {
+    std::vector<pollfd> p;
+    for (int fd : listeners) p.push_back({fd, POLLIN, 0});
+    if (poll(p.data(), p.size(), 20) <= 0) continue;
+    for (const pollfd& q : p)
+      if (q.revents & POLLIN) held.push_back(accept(q.fd, nullptr, nullptr));
+  }
+  for (int fd : listeners) close(fd);
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  _exit(0);
+}
+
+// Rank 0 dies leaving the survivors' connections held without a word (see
+// above) and rank 2 exits: ranks 1 and 3 must see rank 0's socket refuse
+// while they wait for it to serve, and meet at rank 1 instead, well before
+// the 20 s timeout.
+TEST(Shrink, AHostThatDiedHoldingOurConnectionIsReplaced) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+        if (rank == 2) _exit(0);
+        if (rank == 0) {
+          hold_connections_silently_then_refuse();
+          raise(SIGKILL);
+        }
+        shrink_to_ranks_1_and_3(comm, rank, "a host holding our connection");
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
 }

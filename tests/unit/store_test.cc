@@ -168,6 +168,73 @@ TEST_F(InheritedListener, OneOnAnotherPortThanTheRootAddressIsRefused) {
   }
 }
 
+// A guest of coll_comm_shrink connects to a host's listener before the host
+// serves on it. While no greeting comes it asks `gone` between looks: true
+// ends the wait at once with kRemote, false keeps it to the deadline, and a
+// greeting that comes late is taken.
+class AwaitedGreeting : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    listener_ = net::listen_on(net::SockAddr::parse("127.0.0.1:0", "test"), &bound_, "a host not yet serving");
+    id_.secret = auth::random_secret();
+    id_.store_address = bound_.to_string();
+  }
+  static double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  net::Fd listener_;
+  net::SockAddr bound_;
+  UniqueId id_;
+};
+
+TEST_F(AwaitedGreeting, AHostFoundGoneEndsTheWaitAtOnce) {
+  int asked = 0;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    StoreClient guest(id_, Deadline::after_ms(20000), kStoreClientIdentity, net::Refused::kFail,
+                      [&asked] { return ++asked == 2; });
+    ADD_FAILURE() << "a silent host was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kRemote) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is gone"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(asked, 2);
+  EXPECT_LT(ms_since(start), 2000.0) << "the 20 s deadline was waited for";
+}
+
+TEST_F(AwaitedGreeting, AHostStillThereIsWaitedForUntilTheDeadline) {
+  int asked = 0;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    StoreClient guest(id_, Deadline::after_ms(1200), kStoreClientIdentity, net::Refused::kFail, [&asked] {
+      ++asked;
+      return false;
+    });
+    ADD_FAILURE() << "a silent host was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kTimeout) << e.what();
+  }
+  EXPECT_GE(ms_since(start), 1150.0);
+  EXPECT_GE(asked, 2);
+}
+
+TEST_F(AwaitedGreeting, AGreetingThatComesLateIsTaken) {
+  std::thread host([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    StoreServer::start_on(std::move(listener_), bound_, id_.secret);
+  });
+  int asked = 0;
+  StoreClient guest(id_, Deadline::after_ms(10000), kStoreClientIdentity, net::Refused::kFail, [&asked] {
+    ++asked;
+    return false;
+  });
+  host.join();
+  EXPECT_GE(asked, 1);
+  const auto deadline = Deadline::after_ms(5000);
+  guest.set("k", "v", deadline);
+  EXPECT_EQ(guest.get("k", deadline, "k"), "v");
+}
+
 TEST(StoreProtocol, RequestsAreBoundedBeforeUse) {
   EXPECT_EQ(validate_request({1, 3, 10}), "");
   EXPECT_NE(validate_request({0, 3, 10}), "");
