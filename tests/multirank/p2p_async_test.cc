@@ -105,11 +105,20 @@ TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {
     coll_comm_t comm = init_or_die(rank, n, id);
     ASSERT_NE(comm, nullptr);
     ASSERT_EQ(coll_barrier(comm), COLL_SUCCESS);  // everyone connected and here
-    auto start = std::chrono::steady_clock::now();
-    if (rank == 3) usleep(400000);
+    // Rank 3 arrives 400 ms late. The steady clock is the machine's
+    // (CLOCK_MONOTONIC), so its arrival and every rank's departure compare
+    // across processes, however late a loaded machine ran any rank.
+    const auto ns = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
+    int64_t arrived = 0;
+    if (rank == 3) {
+      usleep(400000);
+      arrived = ns();
+    }
     ASSERT_EQ(coll_barrier(comm), COLL_SUCCESS) << coll_get_last_error(comm);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_GE(ms, 350.0) << "rank " << rank << " left the barrier before rank 3 arrived";
+    const int64_t left = ns();
+    ASSERT_EQ(coll_broadcast(&arrived, 1, COLL_INT64, 3, comm, nullptr), COLL_SUCCESS);
+    EXPECT_GE(left, arrived) << "rank " << rank << " left the barrier " << (arrived - left) / 1000
+                             << " us before rank 3 arrived";
     coll_comm_destroy(comm);
   });
 }

@@ -33,13 +33,14 @@ int64_t sum_of_old_ranks(coll_comm_t comm, int old_rank) {
 
 // Ranks 1 and 3, the survivors of ranks 0 and 2, shrink without naming
 // anyone: they must form a pair in their old order, with exact results,
-// well before the 20 s timeout. `what` says what was found, in messages.
-void shrink_to_ranks_1_and_3(coll_comm_t comm, int rank, const char* what) {
+// well before the 20 s timeout (within `limit_ms`). `what` says what was
+// found, in messages.
+void shrink_to_ranks_1_and_3(coll_comm_t comm, int rank, const char* what, double limit_ms = 5000.0) {
   const auto start = std::chrono::steady_clock::now();
   coll_comm_t survivors = nullptr;
   ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(ms, 5000.0) << "rank " << rank << ": " << what << " found only by the timeout";
+  EXPECT_LT(ms, limit_ms) << "rank " << rank << ": " << what << " found only by the timeout";
   std::printf("rank %d: shrink past %s took %.1f ms\n", rank, what, ms);
   EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
   int new_rank = -1, new_size = -1;
@@ -205,7 +206,10 @@ TEST(Shrink, AHostThatDiedHoldingOurConnectionIsReplaced) {
           hold_connections_silently_then_refuse();
           raise(SIGKILL);
         }
-        shrink_to_ranks_1_and_3(comm, rank, "a host holding our connection");
+        // 1.9 s here; the looks at the host come at 0.25, 0.75, 1.75, 3.75
+        // and 5.75 s, so a holder that a loaded machine ran late is still
+        // found well before the timeout.
+        shrink_to_ranks_1_and_3(comm, rank, "a host holding our connection", 10000.0);
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
 }

@@ -199,14 +199,14 @@ TEST_F(AwaitedGreeting, AHostFoundGoneEndsTheWaitAtOnce) {
     EXPECT_NE(std::string(e.what()).find("is gone"), std::string::npos) << e.what();
   }
   EXPECT_EQ(asked, 2);
-  EXPECT_LT(ms_since(start), 2000.0) << "the 20 s deadline was waited for";
+  EXPECT_LT(ms_since(start), 10000.0) << "the 20 s deadline was waited for";
 }
 
 TEST_F(AwaitedGreeting, AHostStillThereIsWaitedForUntilTheDeadline) {
   int asked = 0;
   const auto start = std::chrono::steady_clock::now();
   try {
-    StoreClient guest(id_, Deadline::after_ms(1200), kStoreClientIdentity, net::Refused::kFail, [&asked] {
+    StoreClient guest(id_, Deadline::after_ms(2000), kStoreClientIdentity, net::Refused::kFail, [&asked] {
       ++asked;
       return false;
     });
@@ -214,8 +214,8 @@ TEST_F(AwaitedGreeting, AHostStillThereIsWaitedForUntilTheDeadline) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Code::kTimeout) << e.what();
   }
-  EXPECT_GE(ms_since(start), 1150.0);
-  EXPECT_GE(asked, 2);
+  EXPECT_GE(ms_since(start), 1950.0);
+  EXPECT_GE(asked, 2);  // at 0.25, 0.75 and 1.75 s
 }
 
 TEST_F(AwaitedGreeting, AGreetingThatComesLateIsTaken) {
