@@ -131,26 +131,34 @@ INSTANTIATE_TEST_SUITE_P(Nodes, ShrinkFindsTheDead, ::testing::Values(0, 2), [](
   return info.param == 0 ? std::string("one_node") : std::string("two_nodes");
 });
 
-// The lowest rank is still alive when the survivors look for their host,
-// and dies while they wait on its socket (as a process being torn down
-// does, or one that dies a moment later): they must find it gone in turn
-// and meet at the next one, not fail with its reset connection. Rank 2
-// exits at once; rank 0 lingers 500 ms, then is killed.
-TEST(Shrink, TheHostDyingWhileTheyMeetIsReplaced) {
+// Rank 2 exits at once; rank 0, the survivors' first candidate for host,
+// runs `last_words` and is killed. Ranks 1 and 3 must meet at rank 1 within
+// `limit_ms` (see shrink_to_ranks_1_and_3).
+void survivors_replace_a_dying_host(void (*last_words)(), const char* what, double limit_ms) {
   run_ranks(
       4,
-      [](int rank, int n, const coll_unique_id_t& id) {
+      [&](int rank, int n, const coll_unique_id_t& id) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
         if (rank == 2) _exit(0);
         if (rank == 0) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          last_words();
           raise(SIGKILL);
         }
-        shrink_to_ranks_1_and_3(comm, rank, "a dying host");
+        shrink_to_ranks_1_and_3(comm, rank, what, limit_ms);
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
+}
+
+// The lowest rank is still alive when the survivors look for their host,
+// and dies while they wait on its socket (as a process being torn down
+// does, or one that dies a moment later): they must find it gone in turn
+// and meet at the next one, not fail with its reset connection. Rank 0
+// lingers 500 ms, then is killed.
+TEST(Shrink, TheHostDyingWhileTheyMeetIsReplaced) {
+  survivors_replace_a_dying_host([] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); }, "a dying host",
+                                 5000.0);
 }
 
 // A stand-in for a connection the kernel took for a rank that then died,
@@ -191,27 +199,12 @@ void hold_connections_silently_then_refuse() {
 }
 
 // Rank 0 dies leaving the survivors' connections held without a word (see
-// above) and rank 2 exits: ranks 1 and 3 must see rank 0's socket refuse
-// while they wait for it to serve, and meet at rank 1 instead, well before
-// the 20 s timeout.
+// above): ranks 1 and 3 must see rank 0's socket refuse while they wait for
+// it to serve, and meet at rank 1 instead, well before the 20 s timeout.
+// 1.9 s here; the looks at the host come at 0.25, 0.75, 1.75, 3.75 and
+// 5.75 s, so a holder that a loaded machine ran late is still found in time.
 TEST(Shrink, AHostThatDiedHoldingOurConnectionIsReplaced) {
-  run_ranks(
-      4,
-      [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
-        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
-        if (rank == 2) _exit(0);
-        if (rank == 0) {
-          hold_connections_silently_then_refuse();
-          raise(SIGKILL);
-        }
-        // 1.9 s here; the looks at the host come at 0.25, 0.75, 1.75, 3.75
-        // and 5.75 s, so a holder that a loaded machine ran late is still
-        // found well before the timeout.
-        shrink_to_ranks_1_and_3(comm, rank, "a host holding our connection", 10000.0);
-      },
-      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
+  survivors_replace_a_dying_host(hold_connections_silently_then_refuse, "a host holding our connection", 10000.0);
 }
 
 // Rank 1 excludes {2, 3}; ranks 0 (the host) and 2 name nobody; rank 3 is
