@@ -50,6 +50,11 @@ bool ShmTransport::board_wait(int rank, uint32_t round, uint64_t want_tag, int t
   Board& board = p.segment.board();
   std::atomic<uint32_t>& posted = board.cells[round & 1].round;
   auto ready = [&] { return posted.load(std::memory_order_acquire) == round; };
+  // A peer may post, finish the operation and close (abort, exit) between a
+  // look that missed the round and a look at the peer: its round counts.
+  // So the peer first, then the round, as poll does with the rings: a
+  // round posted before the peer closed is seen by the look after.
+  auto gone_without_posting = [&] { return !alive(p) && !ready(); };
   if (ready()) return true;
   if (timeout_ms == 0) {
     if (yield_) sched_yield();
@@ -65,15 +70,15 @@ bool ShmTransport::board_wait(int rank, uint32_t round, uint64_t want_tag, int t
     throw Mismatch(
         str_cat("rank ", rank_, ": ", name(p), " sent a message while this rank waits for its block on the board"),
         rank, p.in_slots[p.in_ring->tail.load(std::memory_order_relaxed)].tag, want_tag, true);
-  if (!ready()) check_alive(p);  // one that closed or died before our sleep would wake nobody
+  if (gone_without_posting()) check_alive(p);  // one that closed or died before our sleep would wake nobody
   const uint32_t seen = posted.load(std::memory_order_acquire);
   board.sleepers.fetch_add(1, std::memory_order_seq_cst);
   if (seen != round && posted.load(std::memory_order_seq_cst) == seen)
     futex_wait(posted, seen, std::min(timeout_ms, kMaxSleepMs));
   board.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   if (ready()) return true;
-  check_alive(p);
-  return false;
+  if (gone_without_posting()) check_alive(p);
+  return ready();
 }
 
 Transport::BoardBlock ShmTransport::board_block(int rank, uint32_t round) const {
