@@ -2,6 +2,7 @@
 // disturbing the job, and a rank that never arrives is a timeout naming it.
 #include "bootstrap/unique_id.h"
 #include "core/socket.h"
+#include "support/handshake.h"
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
@@ -56,17 +57,20 @@ TEST(Bootstrap, WrongSecretIsRefusedAndTheJobGoesOn) {
 }
 
 // Strangers on the store port (garbage, silence, a truncated handshake) are
-// dropped; the job completes.
+// dropped; the job completes. Rank 1 joins once the strangers are there,
+// and the silent one stays until both ranks are done.
 TEST(Bootstrap, StrangersOnTheStorePortDoNotStallTheJob) {
+  Handshake arrived;  // first the strangers, then ranks 0 and 1 when done
   run_ranks(
       3,
-      [](int rank, int, const coll_unique_id_t& id) {
+      [&arrived](int rank, int, const coll_unique_id_t& id) {
         if (rank < 2) {
-          if (rank == 1) usleep(300000);  // let the strangers arrive first
+          if (rank == 1) ASSERT_TRUE(arrived.wait_for(1)) << "the strangers never came";
           coll_comm_t comm = init_or_die(rank, 2, id);
           ASSERT_NE(comm, nullptr);
           EXPECT_TRUE(allreduce_ok(comm, 2));
           coll_comm_destroy(comm);
+          arrived.arrive();
           return;
         }
         auto addr = net::SockAddr::parse(bootstrap::UniqueId::decode(id).store_address, "store");
@@ -78,16 +82,18 @@ TEST(Bootstrap, StrangersOnTheStorePortDoNotStallTheJob) {
         net::Fd truncated = net::connect_to(addr, deadline, "store");
         net::send_all(truncated.get(), "COLL", 4, deadline, "store");
         truncated.reset();
-        usleep(2000000);  // hold the silent one open while the job runs
+        arrived.arrive();
+        EXPECT_TRUE(arrived.wait_for(3)) << "ranks 0 and 1 never finished";  // the silent one stays open
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
 }
 
 TEST(Bootstrap, ARankThatNeverArrivesIsATimeoutNamingIt) {
   constexpr int kTimeoutMs = 2000;
+  Handshake failed;  // ranks 1 and 2, once their init has failed
   run_ranks(
       4,
-      [](int rank, int nranks, const coll_unique_id_t& id) {
+      [&failed](int rank, int nranks, const coll_unique_id_t& id) {
         auto start = std::chrono::steady_clock::now();
         coll_comm_t comm = nullptr;
         coll_result_t r = coll_comm_init_rank(&comm, nranks, id, rank);
@@ -99,7 +105,10 @@ TEST(Bootstrap, ARankThatNeverArrivesIsATimeoutNamingIt) {
         EXPECT_LE(ms, kTimeoutMs + 1000.0) << "the timeout must hold within a second";
         // Rank 0's process hosts the store: if it exited at once, ranks whose
         // deadline falls a moment later would see the store close instead.
-        if (rank == 0) usleep(1500000);
+        if (rank == 0)
+          EXPECT_TRUE(failed.wait_for(2)) << "ranks 1 and 2 never gave up";
+        else
+          failed.arrive();
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", std::to_string(kTimeoutMs)}}, .absent_rank = 3});
 }

@@ -1,6 +1,7 @@
 // When things go wrong, with real processes: per-communicator timeouts,
 // abort from another thread, the asynchronous error, and what every rank
 // learns when one of them dies.
+#include "support/handshake.h"
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
@@ -27,9 +28,10 @@ double ms_since(Clock::time_point start) {
 std::string last_error(coll_comm_t comm) { return coll_get_last_error(comm); }
 
 TEST(Config, TheConfigTimeoutWinsOverTheEnvironment) {
+  Handshake done;
   run_ranks(
       2,
-      [](int rank, int n, const coll_unique_id_t& id) {
+      [&done](int rank, int n, const coll_unique_id_t& id) {
         coll_comm_t comm = nullptr;
         coll_config_t config = COLL_CONFIG_INIT;
         config.timeout_ms = 300;
@@ -42,8 +44,9 @@ TEST(Config, TheConfigTimeoutWinsOverTheEnvironment) {
           EXPECT_LT(ms_since(start), 3000) << "the environment's 60 s applied, not the config's 300 ms";
           EXPECT_NE(last_error(comm).find("allreduce #1"), std::string::npos) << last_error(comm);
           EXPECT_NE(last_error(comm).find("after 300 ms"), std::string::npos) << last_error(comm);
+          done.arrive();
         } else {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+          EXPECT_TRUE(done.wait_for(1)) << "rank 0's allreduce never ended";
         }
         coll_comm_destroy(comm);
       },
@@ -66,16 +69,18 @@ TEST(Config, AMalformedConfigIsAnInvalidArgument) {
   });
 }
 
-// Rank 0 waits in an allreduce that rank 1 joins late; another thread of
-// rank 0 aborts. The allreduce ends within 100 ms of the abort, the
+// Rank 0 waits in an allreduce that rank 1 joins only once rank 0 is done
+// with it (a handshake, not a sleep); another thread of rank 0 aborts. The
+// allreduce ends within 100 ms of the abort, the
 // asynchronous error stays clear (an abort is the caller's own doing), and
 // rank 1 then finds rank 0 gone, and why, instead of waiting for its timeout.
 TEST(Abort, FromAnotherThreadEndsTheWaitWithin100Ms) {
   for (const char* transports : {"tcp", "shm"}) {
     SCOPED_TRACE(transports);
+    Handshake aborted;
     run_ranks(
         2,
-        [](int rank, int n, const coll_unique_id_t& id) {
+        [&aborted](int rank, int n, const coll_unique_id_t& id) {
           coll_comm_t comm = init_or_die(rank, n, id);
           ASSERT_NE(comm, nullptr);
           std::vector<float> v(1 << 16, 1.0f);
@@ -99,8 +104,9 @@ TEST(Abort, FromAnotherThreadEndsTheWaitWithin100Ms) {
             coll_result_t async = COLL_INTERNAL_ERROR;
             EXPECT_EQ(coll_comm_get_async_error(comm, &async), COLL_SUCCESS);
             EXPECT_EQ(async, COLL_SUCCESS);
+            aborted.arrive();
           } else {
-            std::this_thread::sleep_for(std::chrono::milliseconds(800));
+            ASSERT_TRUE(aborted.wait_for(1)) << "rank 0 never finished its aborted allreduce";
             auto start = Clock::now();
             // What rank 0 sent before the abort may still complete this one.
             coll_result_t r = COLL_SUCCESS;
@@ -208,6 +214,7 @@ class FlightRecorder : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
   const bool oneshot = GetParam() == "oneshot";
+  Handshake failed;  // ranks 0 and 1 say so once their third allreduce failed
   char dir_template[] = "/tmp/coll-fr-test.XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
@@ -221,11 +228,12 @@ TEST_P(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
           ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
         if (rank == 2) {
           raise(SIGUSR1);  // the recorder's thread writes the dump
-          std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+          EXPECT_TRUE(failed.wait_for(2)) << "ranks 0 and 1 never gave up";
         } else {
           // The first to time out tells the other, which may hear it before its own timeout.
           coll_result_t r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
           EXPECT_TRUE(r == COLL_TIMEOUT || r == COLL_REMOTE_ERROR) << last_error(comm);
+          failed.arrive();
         }
         coll_comm_destroy(comm);
       },

@@ -8,6 +8,7 @@
 // timeout; an abort ends a wait on the board, and the peer learns why;
 // non-blocking calls; rounds mixed with the plan's operations under skew.
 // (kill -9 in the middle of one: fault_test's shm_oneshot trials.)
+#include "support/handshake.h"
 #include "support/last_algorithm.h"
 #include "support/multirank.h"
 #include "support/shared_buffers.h"
@@ -165,13 +166,15 @@ TEST(OneshotDisagree, EveryRankFailsAtOnce) {
   }
 }
 
-// Rank 0 waits on the board for rank 1, which comes late; another thread of
-// rank 0 aborts. The wait ends within 100 ms of the abort; rank 1 then
-// finds rank 0 gone, and why, instead of waiting for its timeout.
+// Rank 0 waits on the board for rank 1, which comes only once rank 0 is
+// done; another thread of rank 0 aborts. The wait ends within 100 ms of the
+// abort; rank 1 then finds rank 0 gone, and why, instead of waiting for its
+// timeout.
 TEST(OneshotAbort, EndsTheWaitOnTheBoard) {
+  Handshake aborted;
   run_ranks(
       2,
-      [](int rank, int n, const coll_unique_id_t& id) {
+      [&aborted](int rank, int n, const coll_unique_id_t& id) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         std::vector<float> v(2, 1.0f);
@@ -192,8 +195,9 @@ TEST(OneshotAbort, EndsTheWaitOnTheBoard) {
           EXPECT_NE(std::string(coll_get_last_error(comm)).find("aborted"), std::string::npos)
               << coll_get_last_error(comm);
           EXPECT_LE(ms, 100.0) << "the allreduce ended " << ms << " ms after the abort";
+          aborted.arrive();
         } else {
-          std::this_thread::sleep_for(std::chrono::milliseconds(800));
+          ASSERT_TRUE(aborted.wait_for(1)) << "rank 0 never finished its aborted allreduce";
           const auto start = Clock::now();
           // Rank 0 posted its block for the call it aborted: that one completes here.
           coll_result_t r = COLL_SUCCESS;

@@ -2,6 +2,7 @@
 // non-blocking operations too, with real processes: rank 1 joins each
 // communicator and then leaves rank 0 waiting. And a slow reader is not a
 // dead one.
+#include "support/handshake.h"
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
@@ -62,18 +63,19 @@ std::vector<Case> unanswered_calls() {
 
 // Each case in its own job with a 300 ms timeout: rank 0's call must be
 // COLL_TIMEOUT, saying so, between 300 ms and 300 ms + 2 s; rank 1 joins
-// the communicator, then stays away until rank 0 is done.
+// the communicator, then stays away until rank 0 says it is done.
 TEST(Timeout, EveryKindOfCallHonoursIt) {
   constexpr int kTimeoutMs = 300;
   for (const Case& c : unanswered_calls()) {
     SCOPED_TRACE(c.name);
+    Handshake done;
     run_ranks(
         2,
-        [&c](int rank, int n, const coll_unique_id_t& id) {
+        [&c, &done](int rank, int n, const coll_unique_id_t& id) {
           coll_comm_t comm = init_with_timeout(rank, n, id, kTimeoutMs);
           ASSERT_NE(comm, nullptr);
           if (rank == 1) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(kTimeoutMs + 1200));
+            EXPECT_TRUE(done.wait_for(1)) << "rank 0 never finished its call";
           } else {
             std::vector<float> v(4000, 1.0f);
             const auto start = Clock::now();
@@ -85,6 +87,7 @@ TEST(Timeout, EveryKindOfCallHonoursIt) {
             EXPECT_GE(ms, kTimeoutMs - 1.0) << message;
             EXPECT_LT(ms, kTimeoutMs + 2000.0) << message;
             std::printf("%s: COLL_TIMEOUT after %.0f ms\n", c.name, ms);
+            done.arrive();
           }
           EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
         },
@@ -96,9 +99,10 @@ TEST(Timeout, EveryKindOfCallHonoursIt) {
 // the one queued behind it: coll_wait returns COLL_INVALID_USAGE for both
 // within 100 ms of the abort.
 TEST(Abort, EndsNonBlockingOperationsInFlightAndQueued) {
+  Handshake done;
   run_ranks(
       2,
-      [](int rank, int n, const coll_unique_id_t& id) {
+      [&done](int rank, int n, const coll_unique_id_t& id) {
         coll_comm_t comm = init_with_timeout(rank, n, id, 60000);
         ASSERT_NE(comm, nullptr);
         if (rank == 0) {
@@ -121,8 +125,9 @@ TEST(Abort, EndsNonBlockingOperationsInFlightAndQueued) {
           const double ms = ms_since(aborted_at);
           EXPECT_LE(ms, 100.0) << "the operations ended " << ms << " ms after the abort";
           std::printf("rank 0: both requests ended %.1f ms after coll_comm_abort\n", ms);
+          done.arrive();
         } else {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // never joins
+          EXPECT_TRUE(done.wait_for(1)) << "rank 0 never finished";  // never joins
         }
         coll_comm_destroy(comm);
       },
