@@ -34,16 +34,16 @@ TEST(Config, TheConfigTimeoutWinsOverTheEnvironment) {
       [&done](int rank, int n, const coll_unique_id_t& id) {
         coll_comm_t comm = nullptr;
         coll_config_t config = COLL_CONFIG_INIT;
-        config.timeout_ms = 300;
+        config.timeout_ms = 1000;  // it bounds init too: room for a rank started late
         ASSERT_EQ(coll_comm_init_rank_config(&comm, n, id, rank, &config), COLL_SUCCESS)
             << coll_get_last_error(nullptr);
         float x = 1;
         if (rank == 0) {  // rank 1 never joins this allreduce
           auto start = Clock::now();
           EXPECT_EQ(coll_allreduce(&x, &x, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_TIMEOUT);
-          EXPECT_LT(ms_since(start), 3000) << "the environment's 60 s applied, not the config's 300 ms";
+          EXPECT_LT(ms_since(start), 5000) << "the environment's 60 s applied, not the config's 1000 ms";
           EXPECT_NE(last_error(comm).find("allreduce #1"), std::string::npos) << last_error(comm);
-          EXPECT_NE(last_error(comm).find("after 300 ms"), std::string::npos) << last_error(comm);
+          EXPECT_NE(last_error(comm).find("after 1000 ms"), std::string::npos) << last_error(comm);
           done.arrive();
         } else {
           EXPECT_TRUE(done.wait_for(1)) << "rank 0's allreduce never ended";
