@@ -238,7 +238,7 @@ TEST_P(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
         coll_comm_destroy(comm);
       },
       RankOptions{.limit_s = 60,
-                  .env = {{"COLL_TIMEOUT_MS", "1500"},
+                  .env = {{"COLL_TIMEOUT_MS", "3000"},  // it bounds init too
                           {"COLL_FLIGHT_RECORDER_DIR", dir},
                           {"COLL_SHM_ONESHOT_BYTES", oneshot ? "4072" : "0"}}});
   std::string out;
