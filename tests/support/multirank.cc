@@ -3,6 +3,7 @@
 #include "bootstrap/emulated_node.h"
 #include "bootstrap/unique_id.h"
 #include "core/router.h"
+#include "support/handshake.h"
 
 #include <dirent.h>
 
@@ -12,7 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,23 +21,7 @@
 #include <vector>
 
 namespace coll::testing {
-namespace {
-
-struct SharedId {
-  std::atomic<int> ready;
-  coll_unique_id_t id;
-};
-
-// Waits up to 60 s for rank 0 to publish the id.
-bool wait_for_id(SharedId* shared) {
-  for (int i = 0; i < 60000; ++i) {
-    if (shared->ready.load(std::memory_order_acquire) == 1) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return false;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 coll_comm_t init_or_die(int rank, int nranks, const coll_unique_id_t& id) {
   coll_comm_t comm = nullptr;
@@ -51,11 +35,10 @@ coll_comm_t init_or_die(int rank, int nranks, const coll_unique_id_t& id) {
 }
 
 void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
-  auto* shared = static_cast<SharedId*>(
-      mmap(nullptr, sizeof(SharedId), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto* shared = static_cast<coll_unique_id_t*>(
+      mmap(nullptr, sizeof(coll_unique_id_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(shared, MAP_FAILED);
-  new (shared) SharedId();
-  shared->ready = 0;
+  Handshake published;  // rank 0 has written the id into `shared`
   std::fflush(stdout);
   std::fflush(stderr);
 
@@ -85,13 +68,13 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
             std::fprintf(stderr, "rank 0: coll_get_unique_id: %s\n", coll_get_last_error(nullptr));
             _exit(3);
           }
-          shared->id = id;
-          shared->ready.store(1, std::memory_order_release);
-        } else if (!wait_for_id(shared)) {
+          *shared = id;
+          published.arrive();
+        } else if (!published.wait_for(1, std::chrono::seconds(60))) {
           std::fprintf(stderr, "rank %d: no unique id from rank 0 within 60 s\n", rank);
           _exit(4);
         }
-        body(rank, nranks, shared->id);
+        body(rank, nranks, *shared);
         code = ::testing::Test::HasFailure() ? 1 : 0;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: exception: %s\n", rank, e.what());
@@ -141,8 +124,8 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
     else
       EXPECT_EQ(WEXITSTATUS(status[i]), 0) << "rank " << r << " of " << nranks << " failed (see its output above)";
   }
-  if (shared->ready.load() == 1) expect_no_segments_left(shared->id);
-  munmap(shared, sizeof(SharedId));
+  if (published.wait_for(1, std::chrono::milliseconds(0))) expect_no_segments_left(*shared);
+  munmap(shared, sizeof(coll_unique_id_t));
 }
 
 void expect_no_segments_left(const coll_unique_id_t& raw) {
