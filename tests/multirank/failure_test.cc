@@ -71,9 +71,9 @@ TEST(Config, AMalformedConfigIsAnInvalidArgument) {
 
 // Rank 0 waits in an allreduce that rank 1 joins only once rank 0 is done
 // with it (a handshake, not a sleep); another thread of rank 0 aborts. The
-// allreduce ends within 100 ms of the abort, the
-// asynchronous error stays clear (an abort is the caller's own doing), and
-// rank 1 then finds rank 0 gone, and why, instead of waiting for its timeout.
+// allreduce ends within 100 ms of the abort, the asynchronous error stays
+// clear (an abort is the caller's own doing), and rank 1 then finds rank 0
+// gone, and why, instead of waiting for its timeout.
 TEST(Abort, FromAnotherThreadEndsTheWaitWithin100Ms) {
   for (const char* transports : {"tcp", "shm"}) {
     SCOPED_TRACE(transports);
