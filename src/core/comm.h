@@ -134,8 +134,7 @@ class Communicator {
   // operation of the library's own inside the caller's.
   void prepare_direct_access();
   bool direct_access(const Job& job, const Deadline& deadline, OpRecord& record);
-  void staged_access(const Job& job, const std::vector<const char*>& staging, const Deadline& deadline,
-                     OpRecord& record);
+  void staged_access(const Job& job, const std::vector<char*>& staging, const Deadline& deadline, OpRecord& record);
   bool staging_ready();
   void run_inside(std::vector<Job>& job, const void* send, void* recv, const Deadline& deadline, OpRecord& record);
   // Records the first failure, then closes the connections (once).

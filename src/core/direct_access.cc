@@ -34,18 +34,26 @@
 // The staged form, for private buffers: no rank can reach another's buffers,
 // so each passes through its own staging (memory of coll_mem_alloc's kind,
 // which the peers map), window by window:
-//   1. copy the other ranks' slices of its input into its staging, X;
-//   2. barrier; reduce its slice from its own input and every peer's X into
-//      its output and into its staging's other half, Y;
-//   3. barrier; copy every other slice from its owner's Y into its output.
-// The barriers also keep the staging safe to reuse: X is rewritten only
-// after the barrier that follows its readers' step 2, Y only after the one
-// that follows their step 3, in the next window or operation; and as no
-// peer ever touches a rank's own buffers, no barrier is needed at the end.
-// Every rank's staging stays in the last-level cache, so memory sees what
-// the registered form costs, the input read and the output written (with
-// non-temporal stores from COLL_SHM_STAGED_STREAM_BYTES); the copies through
-// the staging are cache to cache.
+//   1. copy the other ranks' slices of its input into its staging;
+//   2. barrier; reduce its slice from its own input and every peer's
+//      staging into its output, and write the result back over what it
+//      read: into its slice of every peer's staging;
+//   3. barrier; copy every other slice, now reduced, from its own staging
+//      into its output.
+// So a slice's lines cross between cores twice, there and back, and every
+// write finds its line in the writer's own cache: the reducer writes lines
+// it has just read, and a rank rewrites, in the next window, lines it read
+// in step 3. (With the results in a second half of the owner's staging,
+// every write went to lines the other core had read last; on 2 ranks that
+// took 237-261 us at 1 MiB against 191-198 now, docs/PERFORMANCE.md.)
+// The barriers also keep the staging safe to reuse: a rank rewrites its
+// staging only after the barrier that follows everyone's step 2, and it is
+// the only reader in step 3; as no peer ever touches a rank's own buffers,
+// no barrier is needed at the end. Every rank's staging stays in the
+// last-level cache, so memory sees what the registered form costs, the
+// input read and the output written (with non-temporal stores from
+// COLL_SHM_STAGED_STREAM_BYTES); the copies through the staging are cache
+// to cache.
 // A ring moves the same bytes through its slots, but chunk by chunk, with a
 // handshake per slot (docs/PERFORMANCE.md).
 #include "algorithms/partition.h"
@@ -72,14 +80,14 @@ struct Offer {
   transport::MemoryHandle send, recv, staging;
 };
 
-// The staging: X and Y, a window each (see above). Windows of 1 to 4 MiB
-// measured alike at 64 MiB on 2 ranks; 2 MiB keeps 8 ranks' staging inside
-// a 48 MiB last-level cache, and the barriers per window cost microseconds
-// against its milliseconds. X and Y are written with ordinary stores, to
-// stay in the cache: streaming them took 13.5-16.7 ms at 64 MiB in a model
-// of two processes, against 11.0-13.2 (docs/PERFORMANCE.md).
+// The staging: one window (see above). Windows of 1 to 4 MiB measured alike
+// at 64 MiB on 2 ranks; 2 MiB keeps 8 ranks' stagings well inside a 48 MiB
+// last-level cache, and the barriers per window cost microseconds against
+// its milliseconds. It is written with ordinary stores, to stay in the
+// cache: streaming took 13.5-16.7 ms at 64 MiB in a model of two processes,
+// against 11.0-13.2 (docs/PERFORMANCE.md).
 constexpr size_t kWindowBytes = 2 << 20;
-constexpr size_t kStagingBytes = 2 * kWindowBytes;
+constexpr size_t kStagingBytes = kWindowBytes;
 
 using Access = transport::Transport::Access;
 
@@ -167,11 +175,10 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
     all_staged = all_staged && o.staged != 0;
   }
   if (!all_direct && all_staged) {
-    std::vector<const char*> staging(static_cast<size_t>(nranks_));
+    std::vector<char*> staging(static_cast<size_t>(nranks_));
     for (int r : others_)
       staging[static_cast<size_t>(r)] =
-          transport_->access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes, Access::kRead);
-    staging[static_cast<size_t>(rank_)] = staging_;
+          transport_->access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes, Access::kReadWrite);
     recorder_->set_algorithm(record, "direct_staged");
     staged_access(job, staging, deadline, record);
     return true;
@@ -199,41 +206,47 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   return true;
 }
 
-// The staged form (see the top). `staging[r]` is rank r's staging: X, then Y.
+// The staged form (see the top). `staging[r]` is peer r's staging, mapped
+// writable: the reducer of each slice writes its result back into it.
 // Its outputs stream from a larger size than the registered form's: here a
 // rank writes only its own output, whose lines an ordinary store finds in
 // its own cache while the buffers fit there (2 ranks, 1 MiB: 160-166 us
 // against 174-184 streamed; 8 MiB: 1.8-1.9 ms streamed against 2.2-2.5),
 // where the registered form writes into the peers' outputs, whose lines an
 // ordinary store would first fetch from their cores.
-void Communicator::staged_access(const Job& job, const std::vector<const char*>& staging, const Deadline& deadline,
+void Communicator::staged_access(const Job& job, const std::vector<char*>& staging, const Deadline& deadline,
                                  OpRecord& record) {
   const size_t es = reduce::datatype_size(job.dtype), window = kWindowBytes / es;
   const bool streaming = job.count * es >= staged_stream_bytes_;
   std::vector<const char*> in(static_cast<size_t>(nranks_));
+  std::vector<Output> out;
   for (size_t first = 0; first < job.count; first += window) {
     const size_t count = std::min(window, job.count - first);
     const char* send = static_cast<const char*>(job.send) + first * es;
     char* recv = static_cast<char*>(job.recv) + first * es;
     auto slice = [&](int r) { return algo::line_span(count, es, nranks_, r); };
-    // 1. The others' slices of our input into our X.
+    // 1. The others' slices of our input into our staging.
     for (int r : others_) {
       const algo::Span s = slice(r);
       std::memcpy(staging_ + s.offset * es, send + s.offset * es, s.count * es);
     }
     run_inside(barrier_job_, nullptr, nullptr, deadline, record);
-    // 2. Our slice, from our input and every X, into our output and our Y.
-    for (int r = 0; r < nranks_; ++r) in[static_cast<size_t>(r)] = r == rank_ ? send : staging[static_cast<size_t>(r)];
-    const std::vector<Output> out{{recv, streaming && recv != send}, {staging_ + kWindowBytes, false}};
+    // 2. Our slice, from our input and every peer's staging, into our output
+    // and back into every peer's staging.
+    out.assign(1, Output{recv, streaming && recv != send});
+    for (int r = 0; r < nranks_; ++r) {
+      in[static_cast<size_t>(r)] = r == rank_ ? send : staging[static_cast<size_t>(r)];
+      if (r != rank_) out.push_back(Output{staging[static_cast<size_t>(r)], false});
+    }
     reduce_slice(job, in, out, slice(rank_));
     run_inside(barrier_job_, nullptr, nullptr, deadline, record);
-    // 3. Every other slice from its owner's Y into our output; in place,
-    // with ordinary stores, as in the registered form (4 MiB in place took
-    // 537-633 us against 707-1027 streamed; at 16 and 64 MiB alike).
+    // 3. Every other slice, reduced by its owner, from our staging into our
+    // output; in place, with ordinary stores, as in the registered form
+    // (4 MiB in place took 537-633 us against 707-1027 streamed; at 16 and
+    // 64 MiB alike).
     for (int r : others_) {
       const algo::Span s = slice(r);
-      copy(recv + s.offset * es, staging[static_cast<size_t>(r)] + kWindowBytes + s.offset * es, s.count * es,
-           streaming && recv != send);
+      copy(recv + s.offset * es, staging_ + s.offset * es, s.count * es, streaming && recv != send);
     }
     if (streaming && recv != send) reduce::stream_fence();
   }

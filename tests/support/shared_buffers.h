@@ -162,10 +162,10 @@ inline const DirectForm kRegisteredForm{"registered", true, {{"COLL_SHM_MAPPED",
 inline const DirectForm kStagedForm{"staged", false, {{"COLL_SHM_STAGED_BYTES", "64K"}}};
 // What shows that a rank took the form: mappings that grow by the peers'
 // memory it maps (the registered form: writable coll_mem_alloc mappings,
-// its own live buffers included; the staged form: peers' stagings, read
-// only).
+// its own live buffers included; the staged form: the peers' stagings,
+// which are every staging mapping but its own, made before any of theirs).
 inline int mapped_by_form(const DirectForm& form) {
-  return form.shared ? coll_mem_mappings("rw") : staging_mappings("r-");
+  return form.shared ? coll_mem_mappings("rw") : std::max(0, staging_mappings() - 1);
 }
 
 // Their parameters: ranks, and the form's streaming threshold
