@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmarks beside coll_perf run and say what they should: the
-# microbenchmarks list every kernel this CPU supports and both transports,
-# and scripts/compare.sh produces its CSV, ratio table and plots on a short
-# sweep (no install or build: COMPARE_NO_BUILD=1, the build is this one).
+# microbenchmarks list every kernel this CPU supports, both transports and
+# what one core can move, and scripts/compare.sh produces its CSV, ratio
+# table and plots on a short sweep (no install or build: COMPARE_NO_BUILD=1,
+# the build is this one).
 # Exit 77 (skipped) when Google Benchmark was not found.
 set -euo pipefail
 build=$1
@@ -26,6 +27,16 @@ for want in pingpong/cache_line pingpong/shm/8 pingpong/tcp/8 stream/shm/65536 s
 done
 grep -qi "error" <<<"$out" && fail "transport_bench reported an error: $out"
 echo "== transport_bench: OK"
+
+out=$(timeout 300 "$build/bench/micro/core_bench" --benchmark_min_time=0.001 2>&1) || fail "core_bench exited non-zero: $out"
+for want in core/read/64M core/stream_write/64M core/copy/64M; do
+  grep -q "^$want/" <<<"$out" || fail "core_bench has no $want: $out"
+done
+if [ "$(nproc)" -ge 2 ]; then
+  grep -q "^core/cross_read/1M/" <<<"$out" || fail "core_bench has no core/cross_read/1M: $out"
+  grep -qi "error" <<<"$out" && fail "core_bench reported an error: $out"
+fi
+echo "== core_bench: OK"
 
 if [ ! -x "$build/bench/mpi_perf" ]; then echo "bench_test: compare.sh skipped (no mpi_perf)"; exit 0; fi
 tmp=$(mktemp -d)
