@@ -229,7 +229,8 @@ void Communicator::staged_access(const Job& job, const std::vector<char*>& stagi
     const char* send = static_cast<const char*>(job.send) + first * es;
     char* recv = static_cast<char*>(job.recv) + first * es;
     auto slice = [&](int r) { return algo::line_span(count, es, nranks_, r); };
-    // 1. The others' slices of our input into our staging.
+    // 1. The others' slices of our input into our staging, unless the last
+    // window's step 3 put them there.
     for (int r : others_) {
       const algo::Span s = slice(r);
       if (!copied_in) std::memcpy(staging_ + s.offset * es, send + s.offset * es, s.count * es);
