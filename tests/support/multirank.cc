@@ -21,7 +21,6 @@
 #include <vector>
 
 namespace coll::testing {
-namespace {}  // namespace
 
 coll_comm_t init_or_die(int rank, int nranks, const coll_unique_id_t& id) {
   coll_comm_t comm = nullptr;
