@@ -19,6 +19,7 @@
 // read). If the kinds share what one core can have in flight, a rank's time
 // is near the sum of their times, not their maximum.
 #include "reduce/stream.h"
+#include "support/cpus.h"
 
 #include <benchmark/benchmark.h>
 
@@ -76,16 +77,6 @@ void copy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kMemory));
 }
 
-// The first two CPUs this process may run on, or false.
-bool two_cpus(int* first, int* second) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return false;
-  int found = 0;
-  for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; ++cpu)
-    if (CPU_ISSET(cpu, &set)) *(found++ == 0 ? first : second) = cpu;
-  return found == 2;
-}
-
 bool pin(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -98,12 +89,13 @@ bool pin(int cpu) {
 // negative: stop). Only the read is timed. This thread gets its affinity
 // back at the end.
 void cross_read(benchmark::State& state) {
-  int reader_cpu = 0, writer_cpu = 0;
+  const std::vector<int> cpus = coll::testing::allowed_cpus();
   cpu_set_t before;
-  if (!two_cpus(&reader_cpu, &writer_cpu) || sched_getaffinity(0, sizeof(before), &before) != 0 || !pin(reader_cpu)) {
+  if (cpus.size() < 2 || sched_getaffinity(0, sizeof(before), &before) != 0 || !pin(cpus[0])) {
     state.SkipWithError("needs two CPUs");
     return;
   }
+  const int writer_cpu = cpus[1];
   Buffer buf(kL2);
   std::atomic<int64_t> turn{0};
   std::atomic<bool> pinned{true};

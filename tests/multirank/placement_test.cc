@@ -3,6 +3,7 @@
 // shared out in blocks), within what it was allowed, unless COLL_BIND=0.
 // The node's layout comes from a small NCCL topology file with one CPU per
 // NUMA node, so that the test means something on a 2-core machine.
+#include "support/cpus.h"
 #include "support/multirank.h"
 
 #include <coll/coll.h>
@@ -19,15 +20,6 @@
 
 namespace coll::testing {
 namespace {
-
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  std::vector<int> out;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
-  return out;
-}
 
 class Placement : public ::testing::Test {
  protected:
