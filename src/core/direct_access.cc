@@ -231,10 +231,11 @@ void Communicator::staged_access(const Job& job, const std::vector<char*>& stagi
     auto slice = [&](int r) { return algo::line_span(count, es, nranks_, r); };
     // 1. The others' slices of our input into our staging, unless the last
     // window's step 3 put them there.
-    for (int r : others_) {
-      const algo::Span s = slice(r);
-      if (!copied_in) std::memcpy(staging_ + s.offset * es, send + s.offset * es, s.count * es);
-    }
+    if (!copied_in)
+      for (int r : others_) {
+        const algo::Span s = slice(r);
+        std::memcpy(staging_ + s.offset * es, send + s.offset * es, s.count * es);
+      }
     run_inside(barrier_job_, nullptr, nullptr, deadline, record);
     // 2. Our slice, from our input and every peer's staging, into our output
     // and back into every peer's staging.
@@ -255,8 +256,9 @@ void Communicator::staged_access(const Job& job, const std::vector<char*>& stagi
     copied_in = first + 2 * window <= job.count;
     for (int r : others_) {
       const algo::Span s = slice(r);
-      for (size_t at = s.offset * es; at < (s.offset + s.count) * es; at += kPieceBytes) {
-        const size_t bytes = std::min(kPieceBytes, (s.offset + s.count) * es - at);
+      const size_t end = (s.offset + s.count) * es;
+      for (size_t at = s.offset * es; at < end; at += kPieceBytes) {
+        const size_t bytes = std::min(kPieceBytes, end - at);
         copy(recv + at, staging_ + at, bytes, streaming && recv != send);
         if (copied_in) std::memcpy(staging_ + at, send + window * es + at, bytes);
       }
