@@ -123,12 +123,15 @@ COLL_API coll_result_t coll_comm_init_rank(coll_comm_t* comm, int nranks, coll_u
  * fields you want: a zero field keeps its default, so that programs built
  * against an older coll.h (a smaller struct, told by `size`) still work. */
 typedef struct {
-  size_t size;    /* sizeof(coll_config_t): set by COLL_CONFIG_INIT */
-  int timeout_ms; /* longest wait for a peer in any call of this communicator;
-                     0: COLL_TIMEOUT_MS (default 10 minutes) */
+  size_t size;         /* sizeof(coll_config_t): set by COLL_CONFIG_INIT */
+  int timeout_ms;      /* longest wait for a peer in any call of this communicator;
+                          0: COLL_TIMEOUT_MS (default 10 minutes) */
+  int init_timeout_ms; /* longest wait for every rank to join (this call);
+                          0: COLL_INIT_TIMEOUT_MS, or, unset, the larger of
+                          timeout_ms and 10 minutes */
 } coll_config_t;
 #define COLL_CONFIG_INIT \
-  { sizeof(coll_config_t), 0 }
+  { sizeof(coll_config_t), 0, 0 }
 
 /* coll_comm_init_rank with settings; a null config is the defaults. */
 COLL_API coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks, coll_unique_id_t id, int rank,

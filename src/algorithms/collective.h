@@ -26,6 +26,7 @@ enum class Collective : uint8_t {
 constexpr int kNumCollectives = 9;
 
 const char* collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
+inline bool is_point_to_point(Collective c) { return c == Collective::kSend || c == Collective::kRecv; }
 
 struct CollShape {
   Collective collective = Collective::kAllreduce;

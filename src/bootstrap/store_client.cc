@@ -50,8 +50,8 @@ std::string StoreClient::request(uint32_t op, const std::string& key, const std:
     net::recv_all(fd_.get(), &r, sizeof(r), deadline, what);
   } catch (const Error& e) {
     if (e.code() == Code::kTimeout && !waiting_for.empty())
-      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) waiting for ", waiting_for,
-           " (store key '", key, "')");
+      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") waiting for ",
+           waiting_for, " (store key '", key, "')");
     throw;
   }
   if (r.status != 0 || r.value_len > kMaxValueBytes)

@@ -2,11 +2,13 @@
 // Nothing throws across this boundary (c_api_internal.h: guarded).
 #include "bootstrap/bootstrap.h"
 #include "core/c_api_internal.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "transport/shm/region.h"
 
 #include <coll/coll.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <mutex>
@@ -81,6 +83,19 @@ using coll::capi::guarded;
 
 namespace {
 
+// COLL_INIT_TIMEOUT_MS, or the larger of the communicator's timeout and ten
+// minutes: a large job's ranks may start minutes apart, while its
+// operations may want to fail fast.
+int64_t init_timeout_from_env(int64_t timeout_ms) {
+  if (!coll::config::get_string("COLL_INIT_TIMEOUT_MS").empty()) {
+    const int64_t ms = coll::config::get_int("COLL_INIT_TIMEOUT_MS");
+    if (ms <= 0) fail(Code::kInvalidArgument, "COLL_INIT_TIMEOUT_MS=", ms, " must be positive");
+    return ms;
+  }
+  constexpr int64_t kDefaultMs = 600000;
+  return std::max(kDefaultMs, timeout_ms > 0 ? timeout_ms : coll::config::get_int("COLL_TIMEOUT_MS"));
+}
+
 coll_result_t init_rank(coll_comm_t* comm, int nranks, const coll::bootstrap::UniqueId* id_or_null,
                         const coll_unique_id_t* raw, int rank, const coll_config_t* config = nullptr) {
   return guarded(nullptr, [&] {
@@ -88,7 +103,7 @@ coll_result_t init_rank(coll_comm_t* comm, int nranks, const coll::bootstrap::Un
     *comm = nullptr;
     if (nranks < 1) fail(Code::kInvalidArgument, "nranks: ", nranks, " is not positive");
     if (rank < 0 || rank >= nranks) fail(Code::kInvalidArgument, "rank: ", rank, " is outside [0, ", nranks, ")");
-    int64_t timeout_ms = 0;
+    int64_t timeout_ms = 0, init_timeout_ms = 0;
     if (config != nullptr) {
       // Fields past what the caller's coll.h knew keep their defaults.
       if (config->size < sizeof(size_t) || config->size > sizeof(coll_config_t))
@@ -96,10 +111,15 @@ coll_result_t init_rank(coll_comm_t* comm, int nranks, const coll::bootstrap::Un
              sizeof(coll_config_t), "); initialise it with COLL_CONFIG_INIT");
       if (config->size >= offsetof(coll_config_t, timeout_ms) + sizeof(int)) timeout_ms = config->timeout_ms;
       if (timeout_ms < 0) fail(Code::kInvalidArgument, "config: timeout_ms ", timeout_ms, " is negative");
+      if (config->size >= offsetof(coll_config_t, init_timeout_ms) + sizeof(int))
+        init_timeout_ms = config->init_timeout_ms;
+      if (init_timeout_ms < 0)
+        fail(Code::kInvalidArgument, "config: init_timeout_ms ", init_timeout_ms, " is negative");
     }
+    if (init_timeout_ms == 0) init_timeout_ms = init_timeout_from_env(timeout_ms);
     coll::bootstrap::UniqueId id = id_or_null ? *id_or_null : coll::bootstrap::UniqueId::decode(*raw);
     auto handle = std::make_unique<coll_comm>();
-    handle->impl = std::make_unique<coll::Communicator>(nranks, id, rank, "", timeout_ms);
+    handle->impl = std::make_unique<coll::Communicator>(nranks, id, rank, "", timeout_ms, init_timeout_ms);
     *comm = handle.release();
   });
 }

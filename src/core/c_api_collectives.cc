@@ -91,7 +91,10 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
     Communicator& c = coll::capi::usable(comm);
     OpRequest op = build(Checker{what, c});
     if (t_group.depth > 0) {
-      if (async) fail(Code::kInvalidUsage, what, ": non-blocking calls are not allowed inside a group");
+      if (async)
+        fail(Code::kInvalidUsage, what, " on rank ", c.rank(),
+             ": non-blocking calls are not allowed inside a group (the group is one operation: issue the calls "
+             "blocking inside it, or non-blocking outside any group)");
       t_group.ops.push_back({comm, op});
       return;
     }
@@ -169,7 +172,6 @@ OpRequest alltoall_op(const Checker& k, const void* send, void* recv, size_t cou
 OpRequest p2p_op(const Checker& k, Collective which, void* buf, size_t count, coll_datatype_t t, int peer,
                  coll_stream_t stream) {
   k.datatype(t), k.stream(stream), k.rank_arg(peer, "peer");
-  if (peer == k.c.rank()) fail(Code::kInvalidArgument, k.what, " on rank ", k.c.rank(), ": peer is this rank itself");
   k.buffer(buf, k.bytes(count, t), "buf");
   return which == Collective::kSend ? OpRequest{which, buf, nullptr, count, t, COLL_SUM, peer}
                                     : OpRequest{which, nullptr, buf, count, t, COLL_SUM, peer};

@@ -5,6 +5,7 @@
 #include "bootstrap/store_server.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/exchange_queue.h"
 #include "core/log.h"
 #include "core/op_signature.h"
 #include "reduce/reduce.h"
@@ -38,8 +39,14 @@ std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addr
   return members;
 }
 
-Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix, int64_t timeout_ms)
-    : rank_(rank), nranks_(nranks), prefix_(std::move(prefix)), id_(id), counters_(nranks) {
+Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix, int64_t timeout_ms,
+                           int64_t init_timeout_ms)
+    : rank_(rank),
+      nranks_(nranks),
+      prefix_(std::move(prefix)),
+      id_(id),
+      exchanges_(std::make_unique<ExchangeQueue>()),
+      counters_(nranks) {
   if (prefix_.empty()) log::set_rank(rank);
   config::report_once();
   FlightRecorder::install_signal_handler();
@@ -58,7 +65,8 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
   transport_ =
       std::make_unique<Router>(rank_, make_transports(rank_, nranks_, id.secret, segment_tag(id.secret, prefix_)));
-  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  Deadline deadline = init_timeout_ms > 0 ? Deadline::after_ms(init_timeout_ms, nullptr, "COLL_INIT_TIMEOUT_MS")
+                                          : Deadline::after_ms(timeout_ms_);
   store_ = std::make_unique<bootstrap::StoreClient>(
       id, deadline, prefix_.empty() ? static_cast<uint32_t>(rank_) : bootstrap::kStoreClientIdentity);
 
@@ -239,15 +247,28 @@ bool Communicator::unnamed_allreduce(const OpRequest& op) const {
 // fair part of the call. Neither it nor the direct-access allreduce runs in
 // a group: a group's other operations may differ from rank to rank (sends
 // on some, none on others), and its allreduce must run the same way on all.
-void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped) {
+void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped,
+                           std::vector<int>* peers) {
+  std::vector<int> none;
+  if (grouped) return compile_group(ops, jobs, peers != nullptr ? *peers : none);
   jobs.clear();
-  for (const OpRequest& op : ops) {
-    const bool oneshot = !grouped && may_run_oneshot(op);
-    jobs.push_back(Job{oneshot ? nullptr : plan_for(op), op.send, op.recv, op.dtype, op.op,
-                       algo::collective_name(op.collective), op.count, op.root,
-                       signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
-                       !grouped && !oneshot && may_access_directly(op), oneshot});
-  }
+  if (peers != nullptr) peers->clear();
+  for (const OpRequest& op : ops) jobs.push_back(job_for(op, false));
+}
+
+Job Communicator::job_for(const OpRequest& op, bool grouped) {
+  const bool oneshot = !grouped && may_run_oneshot(op);
+  return Job{oneshot ? nullptr : plan_for(op),
+             op.send,
+             op.recv,
+             op.dtype,
+             op.op,
+             algo::collective_name(op.collective),
+             op.count,
+             op.root,
+             signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
+             !grouped && !oneshot && may_access_directly(op),
+             oneshot};
 }
 
 namespace {
@@ -263,18 +284,7 @@ std::string describe(const transport::Mismatch& m) {
 
 }  // namespace
 
-void Communicator::execute(std::vector<Job>& jobs) {
-  // running_ then aborted_ here, aborted_ then running_ in abort() (both
-  // sequentially consistent): whichever comes second sees the other, so the
-  // transport is closed once, by a thread that is not using it.
-  running_.store(true);
-  struct Leave {
-    Communicator& c;
-    ~Leave() {
-      c.running_.store(false);
-      if (c.aborted_.load() || c.has_failed_.load()) c.close_if_idle();  // peers blocked on us fail now
-    }
-  } leave{*this};
+void Communicator::check_usable() {
   if (aborted_) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
   // A failed operation may leave receives posted and messages in flight, and
   // the peers' counts of messages no longer match ours: nothing after it
@@ -284,6 +294,34 @@ void Communicator::execute(std::vector<Job>& jobs) {
     fail(Code::kInvalidUsage, "rank ", rank_, ": an earlier operation on this communicator failed (", failed_,
          "); destroy it and create a new one");
   }
+}
+
+// Messages from below name the rank and peer; this adds the operation, and
+// records the failure for every later call and for the peers.
+Error Communicator::operation_failed(const Error& e, const char* what, OpRecord& record) {
+  const std::string where = str_cat(what, " #", seq_);
+  const auto* mismatch = dynamic_cast<const transport::Mismatch*>(&e);
+  Error error = mismatch != nullptr
+                    ? Error(Code::kInvalidUsage,
+                            str_cat("rank ", rank_, ": ", where, ": rank ", mismatch->peer,
+                                    " called a different operation: ", describe(*mismatch), " (", e.what(), ")"))
+                : e.code() == Code::kTimeout && aborted_
+                    ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
+                : std::string(e.what()).find(where) == std::string::npos
+                    ? Error(e.code(), str_cat(where, " (", FlightRecorder::algorithm(record), "): ", e.what()))
+                    : e;
+  recorder_->end(record, error.what());
+  if (!aborted_) failed(error);  // an abort is the caller's doing, not an error found in the background
+  recorder_->dump(error.code() == Code::kTimeout ? "timeout" : "error");
+  return error;
+}
+
+void Communicator::execute(std::vector<Job>& jobs) {
+  // running_ then aborted_ here, aborted_ then running_ in abort() (both
+  // sequentially consistent): whichever comes second sees the other, so the
+  // transport is closed once, by a thread that is not using it.
+  UsingTransport using_transport(*this);
+  check_usable();
   ++seq_;
   const Job& first = jobs[0];
   size_t steps = 0;
@@ -314,22 +352,7 @@ void Communicator::execute(std::vector<Job>& jobs) {
     }
     executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline, *recorder_, record);
   } catch (const Error& e) {
-    // Messages from below name the rank and peer; add the operation.
-    const std::string where = str_cat(first.what, " #", seq_);
-    const auto* mismatch = dynamic_cast<const transport::Mismatch*>(&e);
-    Error error =
-        mismatch != nullptr ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, ": rank ", mismatch->peer,
-                                                                 " called a different operation: ", describe(*mismatch),
-                                                                 " (", e.what(), ")"))
-        : e.code() == Code::kTimeout && aborted_
-            ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
-        : std::string(e.what()).find(where) == std::string::npos
-            ? Error(e.code(), str_cat(where, " (", FlightRecorder::algorithm(record), "): ", e.what()))
-            : e;
-    recorder_->end(record, error.what());
-    if (!aborted_) failed(error);  // an abort is the caller's doing, not an error found in the background
-    recorder_->dump(error.code() == Code::kTimeout ? "timeout" : "error");
-    throw error;
+    throw operation_failed(e, first.what, record);
   }
   recorder_->end(record, nullptr);
 }
@@ -349,24 +372,42 @@ coll_result_t Communicator::async_error(std::string* message) const {
 }
 
 void Communicator::run(std::span<const OpRequest> ops, bool grouped) {
+  const OpRequest& op = ops[0];
+  const bool exchange = !grouped && ops.size() == 1 && algo::is_point_to_point(op.collective);
   if (!worker_) {
-    compile(ops, jobs_, grouped);  // reused: a blocking call allocates nothing once warm
-    execute(jobs_);
+    // Nothing else is pending, and the caller waits: nothing could answer it.
+    if (exchange && op.root == rank_)
+      fail(Code::kInvalidUsage, algo::collective_name(op.collective), " on rank ", rank_,
+           ": peer is this rank itself, and no ", op.collective == algo::Collective::kSend ? "receive" : "send",
+           " is pending to answer it: a message to the own rank needs its counterpart in the same group "
+           "(coll_group_start/end), or issued non-blocking before it");
+    compile(ops, jobs_, grouped, &group_peers_);  // reused: a blocking call allocates nothing once warm
+    if (!jobs_.empty()) execute(jobs_);
+    if (!group_peers_.empty()) check_group_outcome(group_peers_);
     return;
   }
-  auto done = run_async(ops, grouped);
+  auto done = run_async(ops, grouped, true);
   coll_result_t result = done->wait();
   if (result != COLL_SUCCESS) throw Error(static_cast<Code>(result), done->message());
 }
 
-std::shared_ptr<Completion> Communicator::run_async(std::span<const OpRequest> ops, bool grouped) {
-  auto jobs = std::make_shared<std::vector<Job>>();
-  compile(ops, *jobs, grouped);  // argument errors surface here, at once
+std::shared_ptr<Completion> Communicator::run_async(std::span<const OpRequest> ops, bool grouped, bool blocking) {
   auto done = std::make_shared<Completion>();
+  if (!grouped && ops.size() == 1 && algo::is_point_to_point(ops[0].collective)) {
+    if (!worker_) worker_ = std::make_unique<Worker>();
+    if (uint64_t run = exchanges_->add(Exchange{ops[0], done, blocking}))
+      worker_->enqueue([this, run] { drain_exchanges(run); });
+    return done;
+  }
+  auto jobs = std::make_shared<std::vector<Job>>();
+  auto peers = std::make_shared<std::vector<int>>();
+  compile(ops, *jobs, grouped, peers.get());  // argument errors surface here, at once
   if (!worker_) worker_ = std::make_unique<Worker>();
-  worker_->enqueue([this, jobs, done] {
+  exchanges_->close();
+  worker_->enqueue([this, jobs, peers, done] {
     try {
-      execute(*jobs);
+      if (!jobs->empty()) execute(*jobs);
+      if (!peers->empty()) check_group_outcome(*peers);
       done->finish(COLL_SUCCESS, "");
     } catch (const Error& e) {
       done->finish(static_cast<coll_result_t>(e.code()), e.what());

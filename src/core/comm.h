@@ -5,7 +5,8 @@
 //
 // Operations run in issue order. Blocking ones run on the caller's thread
 // until the first non-blocking one is issued; from then on a worker thread
-// runs them all, so that they still complete in issue order.
+// runs them all, so that they still complete in issue order; sends and
+// receives issued one after another run together (core/exchanges.cc).
 #pragma once
 
 #include "algorithms/collective.h"
@@ -34,6 +35,9 @@
 #include <vector>
 
 namespace coll {
+
+class ExchangeQueue;
+struct Exchange;
 
 // One operation as the C API describes it, before an algorithm is chosen.
 struct OpRequest {
@@ -65,8 +69,10 @@ class Communicator {
   // Joins the job: connects to the store, publishes this rank's transport
   // address under `prefix` (empty for the first communicator of a job),
   // waits for every rank (the timeout), connects the ring. `timeout_ms` 0
-  // takes COLL_TIMEOUT_MS.
-  Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix = "", int64_t timeout_ms = 0);
+  // takes COLL_TIMEOUT_MS. `init_timeout_ms` > 0 bounds the joining
+  // instead (COLL_INIT_TIMEOUT_MS: a job's first communicator).
+  Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix = "", int64_t timeout_ms = 0,
+               int64_t init_timeout_ms = 0);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -74,9 +80,12 @@ class Communicator {
 
   // Compiles requests to jobs (choosing algorithms) and runs them as one batch.
   // `grouped`: the operations of a coll_group_start/end (no one-shot or
-  // direct-access allreduce among them, see compile).
+  // direct-access allreduce among them; sends and receives matched apart
+  // from the collectives, see group.cc). A lone send or receive, once a
+  // worker runs: with the worker's run of them (exchanges.cc); `blocking`:
+  // the caller waits on it.
   void run(std::span<const OpRequest> ops, bool grouped = false);
-  std::shared_ptr<Completion> run_async(std::span<const OpRequest> ops, bool grouped = false);
+  std::shared_ptr<Completion> run_async(std::span<const OpRequest> ops, bool grouped = false, bool blocking = false);
 
   // Collective: the ranks that pass the same color form a new communicator,
   // ordered by key then by rank here; color < 0 gives null.
@@ -119,7 +128,33 @@ class Communicator {
   static constexpr size_t kMaxCachedSteps = 1 << 17;  // about 10 MB of steps in all
 
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
-  void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped = false);
+  // `peers`: the ranks a group's sends and receives talk to, whose outcome
+  // the group checks with them (group.cc); empty for anything else.
+  void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped = false,
+               std::vector<int>* peers = nullptr);
+  Job job_for(const OpRequest& op, bool grouped);
+  // group.cc: a group's jobs in the order that every pair of ranks agrees
+  // on, and the exchange of outcomes that ends it.
+  void compile_group(std::span<const OpRequest> ops, std::vector<Job>& jobs, std::vector<int>& peers);
+  void check_group_outcome(const std::vector<int>& peers);
+  // exchanges.cc: the worker's run of sends and receives number `run`.
+  void drain_exchanges(uint64_t run);
+  void exchange(uint64_t run, std::vector<Exchange>& mine);
+  // What every operation does first and, when it fails, last.
+  void check_usable();
+  Error operation_failed(const Error& e, const char* what, OpRecord& record);
+  // Marks the transport in use for an operation's span (see abort()); on
+  // the way out, a failed or aborted communicator closes it.
+  struct UsingTransport {
+    explicit UsingTransport(Communicator& c) : c(c) { c.running_.store(true); }
+    ~UsingTransport() {
+      c.running_.store(false);
+      if (c.aborted_.load() || c.has_failed_.load()) c.close_if_idle();  // peers blocked on us fail now
+    }
+    UsingTransport(const UsingTransport&) = delete;
+    UsingTransport& operator=(const UsingTransport&) = delete;
+    Communicator& c;
+  };
   bool may_access_directly(const OpRequest& op) const;
   bool unnamed_allreduce(const OpRequest& op) const;
   // oneshot.cc: the allreduce of a few bytes through every rank's board.
@@ -189,7 +224,9 @@ class Communicator {
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;
-  std::vector<Job> jobs_;  // the blocking path's, reused
+  std::vector<Job> jobs_;         // the blocking path's, reused
+  std::vector<int> group_peers_;  // the same
+  std::unique_ptr<ExchangeQueue> exchanges_;
   // direct_access.cc's own operations, compiled at init.
   std::vector<Job> offers_job_, barrier_job_;
   std::vector<int> others_;  // every rank but this one

@@ -16,6 +16,9 @@ const std::vector<Setting>& settings() {
       {"COLL_DEBUG", "string", "WARN", "", "log level: NONE, WARN, INFO, TRACE"},
       {"COLL_DEBUG_SUBSYS", "string", "ALL", "", "subsystems to log: INIT,BOOT,NET,COLL,LAUNCH; a leading ^ excludes"},
       {"COLL_TIMEOUT_MS", "int", "600000", "ms", "longest wait for a peer in any blocking call before COLL_TIMEOUT"},
+      {"COLL_INIT_TIMEOUT_MS", "int", "", "ms",
+       "longest wait for every rank to join in coll_comm_init_rank* (a large job's ranks start over minutes); "
+       "unset: the larger of the communicator's timeout and 600000"},
       {"COLL_FLIGHT_RECORDER_DIR", "string", "", "",
        "where each rank writes its flight recorder (its last operations) when an operation fails, on "
        "coll_comm_abort and on SIGUSR1; tools/colldiag reads them"},

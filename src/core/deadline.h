@@ -20,7 +20,11 @@ class Deadline {
 
   static constexpr int kCancelCheckMs = 50;
 
-  static Deadline after_ms(int64_t ms, const std::atomic<bool>* cancel = nullptr) { return Deadline(ms, cancel); }
+  // `setting`: the variable that sets the budget, for messages.
+  static Deadline after_ms(int64_t ms, const std::atomic<bool>* cancel = nullptr,
+                           const char* setting = "COLL_TIMEOUT_MS") {
+    return Deadline(ms, cancel, setting);
+  }
 
   bool cancelled() const { return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed); }
   bool expired() const {
@@ -29,6 +33,7 @@ class Deadline {
     return now >= end(now);
   }
   int64_t budget_ms() const { return budget_ms_; }
+  const char* setting() const { return setting_; }
 
   // Milliseconds left, clamped to [0, cap]; for poll()-style timeouts.
   int remaining_ms(int cap = 1 << 30) const {
@@ -43,7 +48,8 @@ class Deadline {
   }
 
  private:
-  Deadline(int64_t ms, const std::atomic<bool>* cancel) : budget_ms_(ms), cancel_(cancel) {}
+  Deadline(int64_t ms, const std::atomic<bool>* cancel, const char* setting)
+      : budget_ms_(ms), cancel_(cancel), setting_(setting) {}
 
   Clock::time_point end(Clock::time_point now) const {
     if (!started_) end_ = now + std::chrono::milliseconds(budget_ms_), started_ = true;
@@ -52,6 +58,7 @@ class Deadline {
 
   int64_t budget_ms_;
   const std::atomic<bool>* cancel_;
+  const char* setting_;
   mutable bool started_ = false;
   mutable Clock::time_point end_{};
 };

@@ -237,7 +237,7 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
           if (!p.empty() && pending.find(p) == std::string::npos) pending += (pending.empty() ? "" : "; ") + p;
         }
       fail(Code::kTimeout, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].plan->schedule.algorithm,
-           ") timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) with ", n - completed, " of ", n,
+           ") timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") with ", n - completed, " of ", n,
            " steps unfinished; pending: ", pending.empty() ? "nothing posted" : pending);
     }
   }

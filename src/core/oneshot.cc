@@ -58,7 +58,7 @@ void Communicator::wait_for_block(int r, uint32_t round, uint64_t tag, const Dea
     if ((looks - kLooksBeforeWait) % 64 == 0) recorder_->waiting_on(record, std::to_string(r));
     if (deadline.expired())
       fail(Code::kTimeout, "rank ", rank_, ": allreduce #", seq_, " (oneshot) timed out after ", deadline.budget_ms(),
-           " ms (COLL_TIMEOUT_MS) waiting for rank ", r, "'s block on the board");
+           " ms (", deadline.setting(), ") waiting for rank ", r, "'s block on the board");
   }
 }
 

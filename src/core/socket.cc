@@ -213,7 +213,7 @@ void wait_for(int fd, short events, const Deadline& deadline, const std::string&
     if (rc > 0) return;
     if (rc < 0 && errno != EINTR) fail_errno(Code::kSystem, errno, what, "poll");
     if (deadline.expired())
-      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) ", what);
+      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") ", what);
   }
 }
 
@@ -241,8 +241,8 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
         err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ECONNRESET;
     if (!retry) fail_errno(Code::kSystem, err, str_cat("connecting to ", what), "connect");
     if (deadline.expired())
-      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (COLL_TIMEOUT_MS) connecting to ", what, ": ",
-           std::strerror(err));
+      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") connecting to ",
+           what, ": ", std::strerror(err));
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms = std::min(backoff_ms * 2, 100);
   }

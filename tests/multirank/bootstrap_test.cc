@@ -101,6 +101,7 @@ TEST(Bootstrap, ARankThatNeverArrivesIsATimeoutNamingIt) {
         EXPECT_EQ(r, COLL_TIMEOUT) << coll_get_last_error(nullptr);
         std::string message = coll_get_last_error(nullptr);
         EXPECT_NE(message.find("rank 3"), std::string::npos) << message;
+        EXPECT_NE(message.find("COLL_INIT_TIMEOUT_MS"), std::string::npos) << message;
         EXPECT_GE(ms, kTimeoutMs * 0.95);
         EXPECT_LE(ms, kTimeoutMs + 1000.0) << "the timeout must hold within a second";
         // Rank 0's process hosts the store: if it exited at once, ranks whose
@@ -110,7 +111,37 @@ TEST(Bootstrap, ARankThatNeverArrivesIsATimeoutNamingIt) {
         else
           failed.arrive();
       },
-      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", std::to_string(kTimeoutMs)}}, .absent_rank = 3});
+      // Init has its own timeout: the operations' 10 minutes must not apply.
+      RankOptions{.limit_s = 60,
+                  .env = {{"COLL_INIT_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLL_TIMEOUT_MS", "600000"}},
+                  .absent_rank = 3});
+}
+
+// Operations that must fail fast, in a job whose ranks start late: a short
+// COLL_TIMEOUT_MS does not bound init, which waits up to ten minutes unless
+// COLL_INIT_TIMEOUT_MS says otherwise; the config's field does the same.
+TEST(Bootstrap, InitWaitsLongerThanAShortOperationTimeout) {
+  run_ranks(
+      3,
+      [](int rank, int nranks, const coll_unique_id_t& id) {
+        if (rank == 2) usleep(1500000);  // three times the operations' timeout
+        coll_comm_t comm = nullptr;
+        coll_config_t config = COLL_CONFIG_INIT;
+        config.timeout_ms = rank == 1 ? 400 : 0;
+        config.init_timeout_ms = rank == 1 ? 30000 : 0;
+        ASSERT_EQ(coll_comm_init_rank_config(&comm, nranks, id, rank, &config), COLL_SUCCESS)
+            << coll_get_last_error(nullptr);
+        int x = 1;
+        ASSERT_EQ(coll_allreduce(&x, &x, 1, COLL_INT32, COLL_SUM, comm, nullptr), COLL_SUCCESS)
+            << coll_get_last_error(comm);
+        EXPECT_EQ(x, 3);
+        coll_comm_destroy(comm);
+        coll_config_t negative = COLL_CONFIG_INIT;
+        negative.init_timeout_ms = -1;
+        EXPECT_EQ(coll_comm_init_rank_config(&comm, nranks, id, rank, &negative), COLL_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(coll_get_last_error(nullptr)).find("init_timeout_ms"), std::string::npos);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "500"}}});
 }
 
 TEST(Bootstrap, AnUninitialisedIdIsAnInvalidArgument) {

@@ -34,7 +34,7 @@ TEST(Config, TheConfigTimeoutWinsOverTheEnvironment) {
       [&done](int rank, int n, const coll_unique_id_t& id) {
         coll_comm_t comm = nullptr;
         coll_config_t config = COLL_CONFIG_INIT;
-        config.timeout_ms = 1000;  // it bounds init too: room for a rank started late
+        config.timeout_ms = 1000;
         ASSERT_EQ(coll_comm_init_rank_config(&comm, n, id, rank, &config), COLL_SUCCESS)
             << coll_get_last_error(nullptr);
         float x = 1;

@@ -130,8 +130,8 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     p.index_there = index_of(rank_);
     while (!Segment::try_open(parsed[static_cast<size_t>(r)].segment, &p.segment)) {
       if (deadline.expired())
-        fail(Code::kTimeout, "shm: rank ", rank_, " timed out after ", deadline.budget_ms(),
-             " ms (COLL_TIMEOUT_MS) waiting for rank ", r, "'s segment ", parsed[static_cast<size_t>(r)].segment);
+        fail(Code::kTimeout, "shm: rank ", rank_, " timed out after ", deadline.budget_ms(), " ms (",
+             deadline.setting(), ") waiting for rank ", r, "'s segment ", parsed[static_cast<size_t>(r)].segment);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     p.out_ring = &p.segment.ring(p.index_there);
@@ -165,8 +165,8 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
   }
   while (own_.header().attached.load(std::memory_order_acquire) < static_cast<int32_t>(local.size()) - 1) {
     if (deadline.expired())
-      fail(Code::kTimeout, "shm: rank ", rank_, " timed out after ", deadline.budget_ms(),
-           " ms (COLL_TIMEOUT_MS) waiting for the ranks of this node to map its segment");
+      fail(Code::kTimeout, "shm: rank ", rank_, " timed out after ", deadline.budget_ms(), " ms (", deadline.setting(),
+           ") waiting for the ranks of this node to map its segment");
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   own_.unlink();

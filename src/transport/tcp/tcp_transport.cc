@@ -124,8 +124,8 @@ void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const std
   };
   while (missing() >= 0) {
     if (deadline.expired())
-      fail(Code::kTimeout, "rank ", rank_, ": timed out after ", deadline.budget_ms(),
-           " ms (COLL_TIMEOUT_MS) waiting for rank ", missing(), " to connect");
+      fail(Code::kTimeout, "rank ", rank_, ": timed out after ", deadline.budget_ms(), " ms (", deadline.setting(),
+           ") waiting for rank ", missing(), " to connect");
     hear_newcomers(deadline.remaining_ms(100), true);
   }
 }

@@ -1,0 +1,98 @@
+// A group (coll_group_start/end) as one batch, in an order that every pair
+// of ranks agrees on whatever order each rank issued its calls in:
+//
+//   1. the collectives, in issue order (the same on every rank: the rule);
+//   2. the sends and receives to and from other ranks, in issue order (a
+//      pair's sends meet its receives in the order each side posted them:
+//      MPI's non-overtaking rule);
+//   3. the messages to the own rank, as copies (its k-th send meets its
+//      k-th receive).
+//
+// The executor files each peer's messages in job order, so the collectives'
+// messages between two ranks come first on their channel and the sends
+// after, on both sides. Then, where the group sent or received, the ranks
+// it talked to exchange an empty message: one that found the group wrong
+// (a count that differs, a message it did not expect) never sends it and
+// closes its connections with the reason instead, so its peers' group fails
+// too, rather than returning success on one side only.
+#include "algorithms/builder.h"
+#include "core/comm.h"
+#include "core/op_signature.h"
+#include "reduce/reduce.h"
+
+#include <algorithm>
+
+namespace coll {
+
+namespace {
+
+bool is_send(const OpRequest& op) { return op.collective == algo::Collective::kSend; }
+
+std::string describe_self(const OpRequest& op, int rank) {
+  return str_cat(is_send(op) ? "send to" : "recv from", " rank ", rank, " itself of ", op.count, " x ",
+                 reduce::datatype_name(op.dtype));
+}
+
+// A copy from the send's buffer into the receive's.
+std::shared_ptr<const Plan> copy_plan(size_t elem_size, size_t bytes) {
+  algo::ScheduleBuilder b("copy to this rank", elem_size, std::nullopt);
+  if (bytes > 0) b.copy({algo::BufferId::kSend, 0}, {algo::BufferId::kRecv, 0}, bytes);
+  return std::make_shared<const Plan>(b.finish());
+}
+
+}  // namespace
+
+void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job>& jobs, std::vector<int>& peers) {
+  jobs.clear();
+  peers.clear();
+  for (const OpRequest& op : ops)
+    if (!algo::is_point_to_point(op.collective)) jobs.push_back(job_for(op, true));
+  std::vector<const OpRequest*> self_sends, self_recvs;
+  for (const OpRequest& op : ops) {
+    if (!algo::is_point_to_point(op.collective)) continue;
+    if (op.root == rank_) {
+      (is_send(op) ? self_sends : self_recvs).push_back(&op);
+      continue;
+    }
+    jobs.push_back(job_for(op, true));
+    peers.push_back(op.root);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+
+  // Refused before anything moves: the communicator stays usable.
+  for (size_t k = 0; k < std::max(self_sends.size(), self_recvs.size()); ++k) {
+    if (k >= self_sends.size() || k >= self_recvs.size()) {
+      const OpRequest& alone = k < self_sends.size() ? *self_sends[k] : *self_recvs[k];
+      fail(Code::kInvalidUsage, "group_end on rank ", rank_, ": the group's ", describe_self(alone, rank_), " has no ",
+           is_send(alone) ? "receive" : "send",
+           " to meet it in the group (messages to the own rank are copies: ", self_sends.size(), " send(s), ",
+           self_recvs.size(), " recv(s))");
+    }
+    const OpRequest& send = *self_sends[k];
+    const OpRequest& recv = *self_recvs[k];
+    if (send.dtype != recv.dtype || send.count != recv.count)
+      fail(Code::kInvalidUsage, "group_end on rank ", rank_, ": the group's ", describe_self(send, rank_), " met its ",
+           describe_self(recv, rank_), ": a send and its receive must agree on count and datatype");
+    const size_t elem_size = reduce::datatype_size(send.dtype);
+    jobs.push_back(Job{copy_plan(elem_size, send.count * elem_size), send.send, recv.recv, send.dtype, COLL_SUM,
+                       "send/recv", send.count, rank_, 0, false, false});
+  }
+}
+
+// One empty message each way with every peer of the group's sends and
+// receives, after every message of the group has arrived here.
+void Communicator::check_group_outcome(const std::vector<int>& peers) {
+  algo::ScheduleBuilder b("outcome check", 1, std::nullopt);
+  for (int p : peers) {
+    b.recv(p, {}, 0);
+    b.send(p, {}, 0);
+  }
+  std::vector<Job> check(1);
+  check[0].plan = std::make_shared<const Plan>(b.finish());
+  check[0].what = "group_end";
+  check[0].signature = kGroupCheckSignature;
+  execute(check);
+}
+
+}  // namespace coll
