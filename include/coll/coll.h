@@ -12,7 +12,10 @@
  *
  * Which errors leave a communicator usable:
  *   COLL_INVALID_ARGUMENT  usable: the call was refused before any data moved.
- *   COLL_INVALID_USAGE     not usable if raised during a collective (ranks disagree).
+ *   COLL_INVALID_USAGE     usable where the call was refused before any data
+ *                          moved (the header says which refusals are so);
+ *                          not usable where an operation ran and the ranks
+ *                          disagreed (a count, a datatype, an order).
  *   COLL_SYSTEM_ERROR, COLL_REMOTE_ERROR, COLL_TIMEOUT, COLL_INTERNAL_ERROR:
  *                          not usable: call coll_comm_abort() or
  *                          coll_comm_destroy() and build a new communicator.
@@ -218,10 +221,18 @@ COLL_API coll_result_t coll_reduce_scatter(const void* sendbuf, void* recvbuf, s
 COLL_API coll_result_t coll_alltoall(const void* sendbuf, void* recvbuf, size_t count, coll_datatype_t datatype,
                                      coll_comm_t comm, coll_stream_t stream);
 
-/* Point to point. Messages between two ranks match in the order they are
- * posted; the receive's count must equal the send's. A lone send or receive
- * blocks until its peer posts the matching call: put pairs that must cross
- * inside coll_group_start/coll_group_end. */
+/* Point to point. The messages from one rank to another match in the order
+ * the sender posted them with the receives in the order the receiver posted
+ * them (MPI's non-overtaking rule); a receive's count and datatype must equal
+ * its send's, else COLL_INVALID_USAGE on the receiver (and on the sender at
+ * its next exchange with it, or at coll_group_end in a group). A blocking
+ * send or receive returns when its buffer may be reused; it blocks until the
+ * peer posts the matching call, so pairs that cross go in one group, or
+ * non-blocking. A message to this rank itself (peer == rank) is a copy: it
+ * needs its counterpart in the same group, or issued non-blocking before a
+ * blocking one; a blocking one with nothing pending to answer it is
+ * COLL_INVALID_USAGE at once, and the communicator stays usable. A peer
+ * outside [0, nranks) is COLL_INVALID_ARGUMENT. */
 COLL_API coll_result_t coll_send(const void* buf, size_t count, coll_datatype_t datatype, int peer, coll_comm_t comm,
                                  coll_stream_t stream);
 COLL_API coll_result_t coll_recv(void* buf, size_t count, coll_datatype_t datatype, int peer, coll_comm_t comm,
@@ -232,10 +243,22 @@ COLL_API coll_result_t coll_barrier(coll_comm_t comm);
 
 /* Groups: calls between coll_group_start and coll_group_end (per thread,
  * nestable) are only recorded; coll_group_end runs them together, per
- * communicator, so that sends and receives in one group never deadlock
- * whatever their order (as ncclGroupStart/End). Errors of recorded calls'
- * arguments are returned at once; errors of their execution by
- * coll_group_end. Non-blocking calls are not allowed inside a group. */
+ * communicator (as ncclGroupStart/End):
+ * - its collectives must be the same, in the same order, on every rank;
+ * - its sends and receives are matched apart from the collectives, whatever
+ *   order each rank interleaves them with the collectives in, and never
+ *   deadlock whatever their order; ranks may group different ones;
+ * - where the group sent or received, coll_group_end returns only once the
+ *   ranks it talked to have found the group right too (one empty message
+ *   each way): a group that a peer finds wrong (a count that differs) fails
+ *   on both, COLL_INVALID_USAGE.
+ * Errors of recorded calls' arguments are returned at once; errors of their
+ * execution by coll_group_end. A message to this rank itself without its
+ * counterpart in the group, or with another count or datatype, is
+ * COLL_INVALID_USAGE from coll_group_end before anything moves (the
+ * communicator stays usable). A non-blocking call inside a group is
+ * COLL_INVALID_USAGE (and is not recorded); coll_group_end without
+ * coll_group_start is COLL_INVALID_USAGE. */
 COLL_API coll_result_t coll_group_start(void);
 COLL_API coll_result_t coll_group_end(void);
 
@@ -263,9 +286,17 @@ COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ran
 /* ---------------------------------------------------------------------------
  * Non-blocking forms: same arguments, plus *request, which the call fills.
  * The operation runs in the background (a thread per communicator) while the
- * caller computes; buffers must stay untouched until it completes. Operations
- * on one communicator complete in the order they were issued, blocking ones
- * included. Every request must be completed with coll_wait or coll_test.
+ * caller computes; buffers must stay untouched until it completes. Every
+ * request must be completed with coll_wait or coll_test.
+ * - Operations on one communicator run in the order they were issued,
+ *   blocking ones included, with one exception: sends and receives issued
+ *   one after another (non-blocking, and blocking ones issued after them)
+ *   run together and each completes on its own, as MPI_Isend/MPI_Irecv, so
+ *   that a rank may post its send before its receive, on every rank, and
+ *   wait on both (a crossing exchange). Any other operation between them
+ *   orders them: those before it complete before it starts.
+ * - A null request pointer is COLL_INVALID_ARGUMENT; inside a group, a
+ *   non-blocking call is COLL_INVALID_USAGE.
  * ------------------------------------------------------------------------- */
 typedef struct coll_request* coll_request_t;
 
