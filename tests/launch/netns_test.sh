@@ -72,6 +72,20 @@ done
 echo "$out" | grep "failed:"
 echo "cut link, silence: every rank failed with COLL_REMOTE_ERROR, the last $ms ms after the cut"
 
+echo "== a peer that stopped reading, then lost its node: found by its window probes, not COLL_TIMEOUT_MS"
+out=$("$emulate" -k 2 -r none -- "$source/tests/launch/netns_stall_then_cut.sh" "$collrun" "$perf" 60000 2000 2>&1) ||
+  fail "stall then cut: $out"
+ms=$(sed -n 's/^stall: \([0-9]*\) ms$/\1/p' <<<"$out")
+[ -n "$ms" ] && [ "$ms" -le 20000 ] || fail "stall then cut: rank 0 ended ${ms:-never} ms after the cut (limit 20000): $out"
+grep -Eq "^\[0\] coll_perf: allreduce failed: COLL_REMOTE_ERROR.*probes of its closed receive window" <<<"$out" ||
+  fail "stall then cut: rank 0 did not name the unanswered probes: $out"
+echo "stall then cut: rank 0 failed $ms ms after the cut"
+out=$("$emulate" -k 2 -r none -- "$source/tests/launch/netns_stall_then_cut.sh" "$collrun" "$perf" 8000 2000 nocut 2>&1) ||
+  fail "stall, no cut: $out"
+grep -Eq "^\[0\] coll_perf: allreduce failed: COLL_TIMEOUT" <<<"$out" ||
+  fail "stall, no cut: a live peer that reads nothing was taken for dead, or never timed out: $out"
+echo "stall, no cut: rank 0 waited for its timeout (its peer's kernel answered)"
+
 echo "== collrun --nodes without the emulated cluster is a clear error"
 if out=$(env -u COLL_NETNS_NODES "$collrun" --nodes 2 -n 2 "$perf" 2>&1); then fail "ran without nodes"; fi
 grep -q "emulate-cluster.sh" <<<"$out" || fail "no hint at emulate-cluster.sh: $out"

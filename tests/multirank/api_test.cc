@@ -157,7 +157,8 @@ TEST(Api, EveryCollectiveNamesItsBadArgument) {
     expect_error(coll_reduce(p, p + 1, 4, COLL_FLOAT32, COLL_SUM, 0, comm, nullptr), bad, comm, "overlap");
     expect_error(coll_send(p, 4, COLL_FLOAT32, 1, comm, nullptr), bad, comm, "send on rank 0: peer 1 is outside");
     expect_error(coll_recv(p, 4, COLL_FLOAT32, -2, comm, nullptr), bad, comm, "recv on rank 0: peer -2 is outside");
-    expect_error(coll_send(p, 4, COLL_FLOAT32, 0, comm, nullptr), bad, comm, "peer is this rank itself");
+    // A send to the own rank is legal (a copy), but blocking with nothing to answer it, it is refused.
+    expect_error(coll_send(p, 4, COLL_FLOAT32, 0, comm, nullptr), COLL_INVALID_USAGE, comm, "peer is this rank itself");
     expect_error(coll_allgather(p, nullptr, 4, COLL_FLOAT32, comm, nullptr), bad, comm, "recvbuf is null");
     expect_error(coll_allgather(p, p, SIZE_MAX / 2, COLL_FLOAT32, comm, nullptr), bad, comm, "overflows size_t");
     expect_error(coll_allgather(p + 1, p, 4, COLL_FLOAT32, comm, nullptr), bad, comm,

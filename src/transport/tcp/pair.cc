@@ -63,7 +63,21 @@ void Pair::check_acknowledged(std::chrono::steady_clock::time_point now, int64_t
   last_sample_ = now;
   tcp_info info{};
   socklen_t len = sizeof(info);
-  if (!fd_.valid() || getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_unacked == 0) {
+  if (!fd_.valid() || getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) {
+    in_flight_since_ = {};
+    return;
+  }
+  // A peer whose receive window is closed holds our data unsent: nothing is
+  // in flight, and no keep-alive goes out while data waits. The kernel
+  // probes the window, at a growing interval, and a live peer's kernel
+  // answers each probe within a round trip, whether or not the process
+  // reads. Two probes in a row unanswered (tcpi_probes counts them, and any
+  // answer resets it), and nothing heard for the silence: the node is gone.
+  if (info.tcpi_probes >= 2 && info.tcpi_last_ack_recv >= silence_ms)
+    fail(Code::kRemote, "rank ", self_, ": ", name(), " answered none of the last ", unsigned{info.tcpi_probes},
+         " probes of its closed receive window and nothing for ", info.tcpi_last_ack_recv,
+         " ms (COLL_TCP_SILENCE_MS): is its node or link down?");
+  if (info.tcpi_unacked == 0) {
     in_flight_since_ = {};
     return;
   }
