@@ -40,7 +40,7 @@ std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addr
 }
 
 Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix, int64_t timeout_ms,
-                           int64_t init_timeout_ms)
+                           int64_t init_timeout_ms, Store store)
     : rank_(rank),
       nranks_(nranks),
       prefix_(std::move(prefix)),
@@ -67,8 +67,14 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
       std::make_unique<Router>(rank_, make_transports(rank_, nranks_, id.secret, segment_tag(id.secret, prefix_)));
   Deadline deadline = init_timeout_ms > 0 ? Deadline::after_ms(init_timeout_ms, nullptr, "COLL_INIT_TIMEOUT_MS")
                                           : Deadline::after_ms(timeout_ms_);
+  const std::string store_address = id.store_address;
   store_ = std::make_unique<bootstrap::StoreClient>(
-      id, deadline, prefix_.empty() ? static_cast<uint32_t>(rank_) : bootstrap::kStoreClientIdentity);
+      id, deadline, prefix_.empty() ? static_cast<uint32_t>(rank_) : bootstrap::kStoreClientIdentity,
+      store == Store::kRunning ? net::Refused::kFail : net::Refused::kRetry,
+      store == Store::kRunning ? std::function<bool()>([store_address] {
+        return net::refuses_connections(net::SockAddr::parse(store_address, "store address"), 200);
+      })
+                               : std::function<bool()>());
 
   std::string ifname;
   standby_ = net::listen_on(net::choose_interface(&ifname), &standby_bound_, "standby store (coll_comm_shrink)");

@@ -71,8 +71,12 @@ class Communicator {
   // waits for every rank (the timeout), connects the ring. `timeout_ms` 0
   // takes COLL_TIMEOUT_MS. `init_timeout_ms` > 0 bounds the joining
   // instead (COLL_INIT_TIMEOUT_MS: a job's first communicator).
+  // `store`: starting (rank 0 may start it after we ask: a refused
+  // connection is retried) or running (a shrink's host serves it already: a
+  // refusal means the host is gone, kRemote at once).
+  enum class Store { kStarting, kRunning };
   Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix = "", int64_t timeout_ms = 0,
-               int64_t init_timeout_ms = 0);
+               int64_t init_timeout_ms = 0, Store store = Store::kStarting);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -180,9 +184,19 @@ class Communicator {
   // gone; logged), the meeting at the host's, and the host's decision on
   // who is in.
   bool standby_gone(int r) const;
-  std::string meet(const bootstrap::UniqueId& id, int host, const std::vector<int>& mine, std::vector<bool>& out,
-                   const Deadline& deadline);
-  std::string decide_members(bootstrap::StoreClient& store, std::vector<bool>& out, const Deadline& deadline);
+  // `arrived`: set once the host recorded this rank's arrival. A host that
+  // is a `replacement` (one this rank had arrived at died) forms no
+  // communicator without every rank not found gone (see shrink.cc).
+  struct Meeting {
+    int host;
+    bool replacement = false;
+    bool arrived = false;
+  };
+  std::string meet(const bootstrap::UniqueId& id, Meeting& meeting, const std::vector<int>& mine,
+                   std::vector<bool>& out, const Deadline& deadline);
+  std::string decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
+                             const Deadline& deadline);
+  std::unique_ptr<Communicator> join_members(const bootstrap::UniqueId& id, const std::string& members);
 
   int rank_;
   int nranks_;

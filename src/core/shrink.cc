@@ -16,23 +16,41 @@
 // guest's connection to a host that died was once left without a reset for
 // the whole timeout. A node that went silent refuses nothing: its ranks are
 // left out only when the timeout passes.
+//
+// A host can die after publishing its decision, when some survivors have
+// read it and others have not. Those that read it find its store gone as
+// they join the new communicator there; those that did not, as they wait
+// to read it. Either way they go on to the next host, as when a host dies
+// while they meet, and tell it that a host they had met at died. That host
+// is then a replacement: a rank it waits for in vain may have read the dead
+// host's decision and gone on with it, so it forms no communicator without
+// every rank not found gone, and says so to every guest. The outcome is
+// agreed: all the survivors meet again, or all fail; none goes on alone.
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/test_hooks.h"
 
 #include <chrono>
+#include <cstring>
 #include <sstream>
 #include <thread>
 
 namespace coll {
+
+void (*test_hooks::shrink_decided)() = nullptr;
+void (*test_hooks::shrink_reading_members)() = nullptr;
+
 namespace {
 
 constexpr int kProbeWaitMs = 200;  // a listener on a host that answers replies well within this
 constexpr auto kProbeEvery = std::chrono::milliseconds(100);
 constexpr auto kLookEvery = std::chrono::milliseconds(5);
+constexpr char kLostHost[] = "lost;";  // opens a guest's exclusions when a host it had met at died
+constexpr char kNoMembers = '!';       // opens the host's "members" when it formed no communicator: the reason follows
 
 std::string join(const std::vector<int>& ranks) {
   std::string out;
@@ -76,29 +94,40 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
            ": a rank cannot exclude itself (the excluded ranks do not call coll_comm_shrink)");
     out[static_cast<size_t>(r)] = true;
   }
-  bootstrap::UniqueId id;
-  id.secret = auth::secret_from_text(str_cat(auth::to_hex(id_.secret), "/", prefix_, "shrink", shrinks_++));
+  // Each host's meeting is a job of its own (its secret, its segments), so
+  // that one which a dead host left half made never meets the next.
+  const std::string base = str_cat(auth::to_hex(id_.secret), "/", prefix_, "shrink", shrinks_++);
   // The host is the lowest rank neither out nor found gone; the ones found
   // gone on the way join our exclusions. A host can still die while we
   // meet on its socket (a process being torn down answers the probe until
-  // it closes its sockets): then it is found gone in turn, and the next
+  // it closes its sockets), or after it decided, while we join the new
+  // communicator at its store: then it is found gone in turn, and the next
   // candidate hosts, with a whole timeout of its own.
   std::vector<int> mine = exclude;
-  std::string members;
+  bool lost_a_host = false;  // one that had recorded our arrival
   for (int host = 0;; ++host) {
     if (out[static_cast<size_t>(host)]) continue;
     if (host == rank_ || !standby_gone(host)) {
+      bootstrap::UniqueId id;
+      id.secret = auth::secret_from_text(str_cat(base, "/host", host));
       id.store_address = standby_addresses_[static_cast<size_t>(host)];
+      Meeting meeting{host, lost_a_host};
       try {
-        members = meet(id, host, mine, out, Deadline::after_ms(timeout_ms_));
-        break;
+        return join_members(id, meet(id, meeting, mine, out, Deadline::after_ms(timeout_ms_)));
       } catch (const Error& e) {
         if (host == rank_ || e.code() != Code::kRemote || !standby_gone(host)) throw;
       }
+      lost_a_host = lost_a_host || meeting.arrived;
     }
     out[static_cast<size_t>(host)] = true;
     mine.push_back(host);
   }
+}
+
+// Becomes this rank's place among the members the host decided on.
+std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::UniqueId& id, const std::string& members) {
+  if (!members.empty() && members[0] == kNoMembers)
+    fail(Code::kRemote, "comm_shrink on rank ", rank_, ": the host formed no communicator: ", members.substr(1));
   int new_rank = -1, new_size = 0;
   for (int r : parse_ranks(members, nranks_)) {
     if (r == rank_) new_rank = new_size;
@@ -109,13 +138,14 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
          ": another survivor excluded this rank (members: ", members, ")");
   log::info(log::kInit, "comm_shrink: rank ", rank_, " becomes rank ", new_rank, " of ", new_size, " (old ranks ",
             members, ")");
-  return std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_);
+  return std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_, 0, Store::kRunning);
 }
 
 // Meets the other survivors at the host's store (started here when we are
 // the host) and returns the members the host decided on.
-std::string Communicator::meet(const bootstrap::UniqueId& id, int host, const std::vector<int>& mine,
+std::string Communicator::meet(const bootstrap::UniqueId& id, Meeting& meeting, const std::vector<int>& mine,
                                std::vector<bool>& out, const Deadline& deadline) {
+  const int host = meeting.host;
   if (host == rank_) {
     if (!standby_.valid())
       fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
@@ -127,9 +157,11 @@ std::string Communicator::meet(const bootstrap::UniqueId& id, int host, const st
   bootstrap::StoreClient store(
       id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail,
       host == rank_ ? std::function<bool()>() : [&address] { return refuses(address); });
-  store.set(str_cat("in/", rank_), join(mine), deadline);
+  store.set(str_cat("in/", rank_), str_cat(meeting.replacement ? kLostHost : "", join(mine)), deadline);
   store.add(str_cat("arrived/", rank_), 1, deadline);
-  if (host == rank_) return decide_members(store, out, deadline);
+  meeting.arrived = true;
+  if (host == rank_) return decide_members(store, meeting.replacement, out, deadline);
+  if (test_hooks::shrink_reading_members != nullptr) test_hooks::shrink_reading_members();
   return store.get("members", Deadline::after_ms(2 * timeout_ms_ + 1000),
                    str_cat("rank ", host, " (the lowest survivor) to say who is in"));
 }
@@ -139,7 +171,7 @@ std::string Communicator::meet(const bootstrap::UniqueId& id, int host, const st
 // join the host's at once (a rank another survivor names is not waited
 // for), and the ranks still missing are probed, so that one found gone
 // meanwhile is left out at once. Then it publishes the members.
-std::string Communicator::decide_members(bootstrap::StoreClient& store, std::vector<bool>& out,
+std::string Communicator::decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
                                          const Deadline& deadline) {
   const size_t n = static_cast<size_t>(nranks_);
   std::vector<bool> arrived(n, false);
@@ -150,7 +182,11 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, std::vec
       if (store.add(str_cat("arrived/", r), 0, Deadline::after_ms(timeout_ms_)) == 0) continue;
       arrived[r] = true;
       // Its exclusions count at once: a rank it names is not waited for.
-      const std::string theirs = store.get(str_cat("in/", r), Deadline::after_ms(timeout_ms_), "");
+      std::string theirs = store.get(str_cat("in/", r), Deadline::after_ms(timeout_ms_), "");
+      if (theirs.rfind(kLostHost, 0) == 0) {  // it too had met at a host that died: we replace it
+        replacement = true;
+        theirs.erase(0, std::strlen(kLostHost));
+      }
       for (int x : parse_ranks(theirs, nranks_)) out[static_cast<size_t>(x)] = true;
     }
     bool waiting = false;
@@ -163,14 +199,26 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, std::vec
     }
     std::this_thread::sleep_for(kLookEvery);
   }
+  std::vector<int> missing;
   for (size_t r = 0; r < n; ++r)
-    if (!out[r] && !arrived[r])
-      log::warn(log::kInit, "comm_shrink: rank ", r, " did not arrive within ", timeout_ms_, " ms: left out");
+    if (!out[r] && !arrived[r]) missing.push_back(static_cast<int>(r));
+  if (replacement && !missing.empty()) {
+    const std::string why =
+        str_cat("rank ", rank_, " hosted after a host that survivors had met at died, and rank(s) ", join(missing),
+                ", not found gone, did not arrive within ", timeout_ms_,
+                " ms: they may have read the dead host's decision and gone on without us, so no communicator is "
+                "formed (destroy this one; a job that must go on starts anew)");
+    store.set("members", str_cat(kNoMembers, why), Deadline::after_ms(timeout_ms_));
+    fail(Code::kRemote, "comm_shrink on rank ", rank_, ": ", why);
+  }
+  for (int r : missing)
+    log::warn(log::kInit, "comm_shrink: rank ", r, " did not arrive within ", timeout_ms_, " ms: left out");
   std::vector<int> members;
   for (size_t r = 0; r < n; ++r)
     if (arrived[r] && !out[r]) members.push_back(static_cast<int>(r));
   const std::string text = join(members);
   store.set("members", text, Deadline::after_ms(timeout_ms_));
+  if (test_hooks::shrink_decided != nullptr) test_hooks::shrink_decided();
   return text;
 }
 

@@ -4,6 +4,8 @@
 // that dies during the meeting is replaced, also when our connection to it
 // is never reset; exclusion lists that differ are united; bad arguments
 // are refused.
+#include "core/test_hooks.h"
+#include "support/handshake.h"
 #include "support/multirank.h"
 
 #include <dirent.h>
@@ -205,6 +207,80 @@ void hold_connections_silently_then_refuse() {
 // 5.75 s, so a holder that a loaded machine ran late is still found in time.
 TEST(Shrink, AHostThatDiedHoldingOurConnectionIsReplaced) {
   survivors_replace_a_dying_host(hold_connections_silently_then_refuse, "a host holding our connection", 10000.0);
+}
+
+// Rank 0 is gone; rank 1 hosts the survivors, publishes its decision
+// {1, 2, 3} and dies 300 ms later. Rank 3 read the decision and finds the
+// host's store gone as it joins; rank 2 had not read it yet (it reads 1 s
+// late) and finds the host gone as it waits. Before, rank 2 hosted again
+// and, after the timeout, went on alone while rank 3 failed. Now both meet
+// again at rank 2 and form a pair, well within the timeout.
+TEST(Shrink, AHostThatDiesAfterDecidingIsReplacedByAll) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+        if (rank == 0) _exit(0);
+        if (rank == 1)
+          test_hooks::shrink_decided = [] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            raise(SIGKILL);
+          };
+        if (rank == 2)
+          test_hooks::shrink_reading_members = [] { std::this_thread::sleep_for(std::chrono::seconds(1)); };
+        const auto start = std::chrono::steady_clock::now();
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_LT(ms, 8000.0) << "rank " << rank << ": the host's death found only by the timeout";
+        int size = -1;
+        coll_comm_size(survivors, &size);
+        EXPECT_EQ(size, 2);
+        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 3 + 4);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 1});
+}
+
+// As above, but rank 3 reads the decision only once rank 2, hosting in
+// place of the dead host, has waited for it in vain for the 2 s timeout.
+// Rank 3 may have gone on with the dead host's decision, so rank 2 forms no
+// communicator and says why; rank 3, arriving late, is told the same: both
+// fail, neither goes on alone. (Rank 2 stays until rank 3 has heard.)
+Handshake* g_rank2_failed = nullptr;
+TEST(Shrink, AReplacementHostFormsNothingWithoutTheRanksItLost) {
+  Handshake rank2_failed, rank3_done;
+  g_rank2_failed = &rank2_failed;
+  run_ranks(
+      4,
+      [&rank2_failed, &rank3_done](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+        if (rank == 0) _exit(0);
+        if (rank == 1)
+          test_hooks::shrink_decided = [] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            raise(SIGKILL);
+          };
+        if (rank == 3) test_hooks::shrink_reading_members = [] { EXPECT_TRUE(g_rank2_failed->wait_for(1)); };
+        coll_comm_t survivors = nullptr;
+        EXPECT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_REMOTE_ERROR) << "rank " << rank;
+        EXPECT_EQ(survivors, nullptr);
+        EXPECT_NE(last_error(comm).find("no communicator is formed"), std::string::npos)
+            << "rank " << rank << ": " << last_error(comm);
+        if (rank == 2) {
+          rank2_failed.arrive();
+          EXPECT_TRUE(rank3_done.wait_for(1)) << "rank 3 never heard";
+        } else {
+          rank3_done.arrive();
+        }
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "2000"}}, .killed_rank = 1});
 }
 
 // Rank 1 excludes {2, 3}; ranks 0 (the host) and 2 name nobody; rank 3 is
