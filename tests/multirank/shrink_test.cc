@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -281,6 +282,41 @@ TEST(Shrink, AReplacementHostFormsNothingWithoutTheRanksItLost) {
         coll_comm_destroy(comm);
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "2000"}}, .killed_rank = 1});
+}
+
+// Survivors probe each other's standby sockets: connections that close
+// without a word. The host's store must log them as probes, at INFO, not
+// warn of a stranger ("closed before authenticating", "refused a
+// connection"), which a user could take for an intruder. Each rank's log
+// goes to a file of its own, read back after the shrink.
+TEST(Shrink, ProbesAreNotReportedAsStrangers) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        char path[] = "/tmp/coll_shrink_log_XXXXXX";
+        const int fd = mkstemp(path);
+        ASSERT_GE(fd, 0);
+        unlink(path);
+        ASSERT_GE(dup2(fd, STDERR_FILENO), 0);
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+        if (rank == 2) _exit(0);
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 1 + 2 + 4);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+        std::string log(1 << 20, '\0');
+        const ssize_t got = pread(fd, log.data(), log.size(), 0);
+        ASSERT_GE(got, 0);
+        log.resize(static_cast<size_t>(got));
+        if (rank == 0)  // the host, which probed the ranks it waited for
+          EXPECT_NE(log.find("rank 2 is gone"), std::string::npos) << "rank 0's log:\n" << log;
+        for (const char* stranger : {"closed before authenticating", "refused a connection", "WARN/BOOT"})
+          EXPECT_EQ(log.find(stranger), std::string::npos) << "rank " << rank << "'s log:\n" << log;
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_DEBUG", "INFO"}}});
 }
 
 // Rank 1 excludes {2, 3}; ranks 0 (the host) and 2 name nobody; rank 3 is
