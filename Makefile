@@ -57,7 +57,7 @@ sanitize: sanitize-build
 # own tests without its matrix, which ASan runs. (fault_test is left out: its
 # time bounds and thread counts are for uninstrumented builds; ASan runs it.)
 TSAN_DIR ?= build-tsan
-TSAN_TESTS = unit_tests api_test p2p_async_test bootstrap_test failure_test shrink_test timeout_test direct_access_test \
+TSAN_TESTS = unit_tests api_test p2p_async_test p2p_semantics_test bootstrap_test failure_test shrink_test timeout_test direct_access_test \
   oneshot_test
 tsan: deps
 	scripts/install-deps.sh clang libclang-rt-14-dev

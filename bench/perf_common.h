@@ -51,7 +51,7 @@ inline void usage(FILE* out) {
                "  -d       int8 uint8 int32 uint32 int64 uint64 float16|half bfloat16 float32|float float64|double\n"
                "  -o       sum prod min max avg\n"
                "  -a       algorithm for the collective (sets COLL_ALGO=collective:algorithm)\n"
-               "  -C       allreduce broadcast reduce allgather reduce_scatter alltoall (allreduce)\n"
+               "  -C       allreduce broadcast reduce allgather reduce_scatter alltoall sendrecv (allreduce)\n"
                "  -r       root of broadcast and reduce (0)\n"
                "  -R       1: buffers from coll_mem_alloc, which peers on the node read in place (0)\n",
                program_name());

@@ -1,7 +1,7 @@
 // What coll_perf does for each collective (-C): how to call it, fill its
 // inputs, count wrong outputs, and its bus-bandwidth factor (nccl-tests'
 // PERFORMANCE.md): allreduce 2(n-1)/n; allgather, reduce_scatter,
-// alltoall (n-1)/n; broadcast, reduce 1.
+// alltoall (n-1)/n; broadcast, reduce, sendrecv 1.
 //
 // Sizes are nccl-tests': `count` is the elements of the whole operation —
 // the vector (allreduce, broadcast, reduce) or all n blocks (allgather's
@@ -137,6 +137,27 @@ inline size_t alltoall_wrong(const Case& c) {
                           [&](size_t i) { return pattern(c, static_cast<int>(i / p), c.rank * p + i % p); });
 }
 
+// --- sendrecv: a ring shift in one group, as nccl-tests' sendrecv: each
+// rank sends its count elements to rank + 1 and receives rank - 1's. Its
+// output is always recv (sending from and receiving into one buffer at once
+// has no in-place meaning), so both columns measure the same call. ---
+inline coll_result_t sendrecv_run(const Case& c) {
+  const int next = (c.rank + 1) % c.n, prev = (c.rank + c.n - 1) % c.n;
+  coll_group_start();
+  const coll_result_t sent = coll_send(c.send, c.count, c.t, next, c.comm, nullptr);
+  const coll_result_t received = coll_recv(c.recv, c.count, c.t, prev, c.comm, nullptr);
+  const coll_result_t ended = coll_group_end();
+  return sent != COLL_SUCCESS ? sent : received != COLL_SUCCESS ? received : ended;
+}
+inline void sendrecv_fill(const Case& c) {
+  coll::reference::fill_input(c.t, COLL_SUM, c.rank, c.count, c.send);
+  std::memset(c.recv, 0, c.count * c.es());
+}
+inline size_t sendrecv_wrong(const Case& c) {
+  const int prev = (c.rank + c.n - 1) % c.n;
+  return count_mismatches(c, c.recv, c.count, [&](size_t i) { return pattern(c, prev, i); });
+}
+
 inline const Ops* find(const std::string& name) {
   static const Ops table[] = {
       {"allreduce", all_factor, false, allreduce_run, allreduce_fill, allreduce_wrong},
@@ -145,6 +166,7 @@ inline const Ops* find(const std::string& name) {
       {"allgather", part_factor, false, allgather_run, allgather_fill, allgather_wrong},
       {"reduce_scatter", part_factor, false, reduce_scatter_run, reduce_scatter_fill, reduce_scatter_wrong},
       {"alltoall", part_factor, false, alltoall_run, alltoall_fill, alltoall_wrong},
+      {"sendrecv", one_factor, false, sendrecv_run, sendrecv_fill, sendrecv_wrong},
   };
   for (const Ops& o : table)
     if (name == o.name) return &o;

@@ -17,13 +17,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-np=2 min=8 max=64M factor=2 rounds=3 transport=shm out=compare iters="" warmup="" dtype=float32
+np=2 min=8 max=64M factor=2 rounds=3 transport=shm out=compare iters="" warmup="" dtype=float32 collective=allreduce
 peers="mpi gloo"
 usage() {
   cat <<USAGE
-usage: scripts/compare.sh [-n ranks] [-b min] [-e max] [-f factor] [-r rounds] [-i iters] [-w warmup]
-                          [-d dtype] [-t shm|tcp] [-p "mpi gloo gloo:ALGO"] [-o outdir]
-  defaults: -n $np -b $min -e $max -f $factor -r $rounds -d $dtype -t $transport -p "$peers" -o $out
+usage: scripts/compare.sh [-C collective] [-n ranks] [-b min] [-e max] [-f factor] [-r rounds] [-i iters]
+                          [-w warmup] [-d dtype] [-t shm|tcp] [-p "mpi gloo gloo:ALGO"] [-o outdir]
+  defaults: -C $collective -n $np -b $min -e $max -f $factor -r $rounds -d $dtype -t $transport -p "$peers" -o $out
+  -C        what coll_perf -C measures (allreduce, sendrecv, ...); Gloo measures allreduce and broadcast only,
+            and the memory bound is an allreduce's
   -i, -w    timed and warm-up iterations; by default 200 and 20 below 4 MiB, 10 and 3 from 4 MiB
             (a small size's time is a few microseconds: few iterations would measure one hiccup)
   -t tcp    coll with COLL_TRANSPORTS=tcp and Open MPI with --mca btl tcp,self (Gloo is always TCP)
@@ -32,9 +34,9 @@ usage: scripts/compare.sh [-n ranks] [-b min] [-e max] [-f factor] [-r rounds] [
             so that ranks on the node read them in place, beside coll with private buffers
 USAGE
 }
-while getopts "n:b:e:f:r:i:w:d:t:p:o:h" opt; do
+while getopts "C:n:b:e:f:r:i:w:d:t:p:o:h" opt; do
   case $opt in
-    n) np=$OPTARG ;; b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;; r) rounds=$OPTARG ;;
+    C) collective=$OPTARG ;; n) np=$OPTARG ;; b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;; r) rounds=$OPTARG ;;
     i) iters=$OPTARG ;; w) warmup=$OPTARG ;; d) dtype=$OPTARG ;; t) transport=$OPTARG ;;
     p) peers=$OPTARG ;; o) out=$OPTARG ;; h) usage; exit 0 ;; *) usage >&2; exit 2 ;;
   esac
@@ -72,7 +74,7 @@ fi
 # One command line per library label and part.
 command_for() {
   local part=($2)
-  local sweep=(-b "${part[0]}" -e "${part[1]}" -f "$factor" -n "${part[2]}" -w "${part[3]}" -d "$dtype")
+  local sweep=(-C "$collective" -b "${part[0]}" -e "${part[1]}" -f "$factor" -n "${part[2]}" -w "${part[3]}" -d "$dtype")
   case $1 in
     coll | coll-shared)
       local env=() shared=""
@@ -126,7 +128,7 @@ for ((round = 1; round <= rounds; round++)); do
   done
   # The memory bound of this round (docs/PERFORMANCE.md, "The bound"): a += b
   # on as many threads as ranks, bytes read plus written per second.
-  if [ "$transport" = shm ] && [ "$np" = 2 ] && [ -x "$build/bench/micro/reduce_bench" ]; then
+  if [ "$collective" = allreduce ] && [ "$transport" = shm ] && [ "$np" = 2 ] && [ -x "$build/bench/micro/reduce_bench" ]; then
     "$build/bench/micro/reduce_bench" --benchmark_format=csv \
       --benchmark_filter='^a\+=b/float32/64M/real_time/threads:2$' 2>/dev/null |
       awk -F, -v round="$round" '/^"a/ { printf "%s,%.2f\n", round, $6 / 1e9 }' >>"$out/bound.csv"
@@ -221,7 +223,7 @@ for term in "pngcairo size 900,540" "svg size 900,540"; do
   gnuplot <<GNUPLOT
 set terminal $term
 set output "$out/compare.$ext"
-set title "allreduce $dtype sum, $np ranks, $transport: bus bandwidth (median of $rounds rounds)"
+set title "$collective $dtype sum, $np ranks, $transport: bus bandwidth (median of $rounds rounds)"
 set xlabel "message size (bytes)"
 set ylabel "busbw (GB/s)"
 set logscale x 2

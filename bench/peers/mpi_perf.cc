@@ -89,6 +89,10 @@ struct Mpi {
       } else {
         ok(MPI_Reduce_scatter_block(c.send, c.recv, part, type, op, MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
       }
+    } else if (collective == "sendrecv") {
+      const int next = (c.rank + 1) % c.n, prev = (c.rank + c.n - 1) % c.n;
+      ok(MPI_Sendrecv(c.send, n, type, next, 0, c.recv, n, type, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+         "MPI_Sendrecv");
     } else {
       const void* in = c.in_place ? MPI_IN_PLACE : c.send;
       ok(MPI_Alltoall(in, part, type, c.in_place ? c.send : c.recv, part, type, MPI_COMM_WORLD), "MPI_Alltoall");

@@ -127,6 +127,12 @@ struct Nccl {
     } else if (collective == "reduce_scatter") {
       char* mine = c.in_place ? c.send + c.rank * block : c.recv;
       nccl_ok(ncclReduceScatter(c.send, mine, c.part(), type, op, gpu.comm, gpu.stream), "ncclReduceScatter");
+    } else if (collective == "sendrecv") {  // a ring shift in a group, as nccl-tests' sendrecv
+      const int next = (c.rank + 1) % c.n, prev = (c.rank + c.n - 1) % c.n;
+      nccl_ok(ncclGroupStart(), "ncclGroupStart");
+      nccl_ok(ncclSend(c.send, c.count, type, next, gpu.comm, gpu.stream), "ncclSend");
+      nccl_ok(ncclRecv(c.recv, c.count, type, prev, gpu.comm, gpu.stream), "ncclRecv");
+      nccl_ok(ncclGroupEnd(), "ncclGroupEnd");
     } else if (c.in_place) {  // alltoall: recv is free to hold the input
       cuda_ok(cudaMemcpyAsync(c.recv, c.send, c.count * c.es(), cudaMemcpyDeviceToDevice, gpu.stream), "copy");
       nccl_ok(ncclAlltoAll(c.recv, c.send, c.part(), type, gpu.comm, gpu.stream), "ncclAlltoAll");

@@ -7,8 +7,9 @@
  *
  * Thread safety: functions that take a communicator may be called from any
  * thread, but a communicator must not be used by two threads at the same
- * time (as in NCCL and MPI_THREAD_SERIALIZED). Functions without a
- * communicator argument are thread-safe.
+ * time (as in NCCL and MPI_THREAD_SERIALIZED): a second thread's call is
+ * refused with COLL_INVALID_USAGE. Functions without a communicator
+ * argument are thread-safe.
  *
  * Which errors leave a communicator usable:
  *   COLL_INVALID_ARGUMENT  usable: the call was refused before any data moved.
@@ -160,8 +161,8 @@ COLL_API coll_result_t coll_comm_destroy(coll_comm_t comm);
  * timeout. May be called from any thread, also while another thread is
  * inside an operation on comm: that operation, and every queued
  * non-blocking one, then ends within 100 ms with COLL_INVALID_USAGE. Later
- * calls are refused. The handle must still be released with
- * coll_comm_destroy(). */
+ * calls are refused with COLL_INVALID_USAGE (coll_comm_shrink excepted).
+ * The handle must still be released with coll_comm_destroy(). */
 COLL_API coll_result_t coll_comm_abort(coll_comm_t comm);
 
 /* Writes into *error the first failure of any operation on comm, blocking or
@@ -279,8 +280,12 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, col
  * NULL with n = 0), and any rank that does not arrive within the timeout
  * (a node that went silent, unless named). The rendezvous needs no store of
  * the old communicator (rank 0 may be the dead one). A survivor that another
- * excluded gets COLL_INVALID_USAGE. The old communicator must still be
- * destroyed. */
+ * excluded gets COLL_INVALID_USAGE; an excluded rank outside [0, nranks), or
+ * this rank itself, is COLL_INVALID_ARGUMENT. If the host of the meeting
+ * dies after deciding and a rank it had let in does not reach the next
+ * host, no communicator is formed: COLL_REMOTE_ERROR on every survivor.
+ * A rank whose communicator already hosted a shrink cannot host another:
+ * COLL_INVALID_USAGE. The old communicator must still be destroyed. */
 COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm);
 
 /* ---------------------------------------------------------------------------

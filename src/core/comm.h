@@ -240,6 +240,10 @@ class Communicator {
   Executor executor_;
   std::vector<Job> jobs_;         // the blocking path's, reused
   std::vector<int> group_peers_;  // the same
+  // group.cc: the last outcome check and the peers it is for; a loop of
+  // the same group builds it once. Touched by the thread that executes.
+  std::vector<int> checked_peers_;
+  std::vector<Job> check_job_;
   std::unique_ptr<ExchangeQueue> exchanges_;
   // direct_access.cc's own operations, compiled at init.
   std::vector<Job> offers_job_, barrier_job_;

@@ -83,16 +83,19 @@ void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job
 // One empty message each way with every peer of the group's sends and
 // receives, after every message of the group has arrived here.
 void Communicator::check_group_outcome(const std::vector<int>& peers) {
-  algo::ScheduleBuilder b("outcome check", 1, std::nullopt);
-  for (int p : peers) {
-    b.recv(p, {}, 0);
-    b.send(p, {}, 0);
+  if (check_job_.empty() || peers != checked_peers_) {
+    algo::ScheduleBuilder b("outcome check", 1, std::nullopt);
+    for (int p : peers) {
+      b.recv(p, {}, 0);
+      b.send(p, {}, 0);
+    }
+    check_job_.assign(1, Job{});
+    check_job_[0].plan = std::make_shared<const Plan>(b.finish());
+    check_job_[0].what = "group_end";
+    check_job_[0].signature = kGroupCheckSignature;
+    checked_peers_ = peers;
   }
-  std::vector<Job> check(1);
-  check[0].plan = std::make_shared<const Plan>(b.finish());
-  check[0].what = "group_end";
-  check[0].signature = kGroupCheckSignature;
-  execute(check);
+  execute(check_job_);
 }
 
 }  // namespace coll
