@@ -210,6 +210,22 @@ TEST(Shrink, AHostThatDiedHoldingOurConnectionIsReplaced) {
   survivors_replace_a_dying_host(hold_connections_silently_then_refuse, "a host holding our connection", 10000.0);
 }
 
+// Rank 0 is gone (it exits); rank 1 will host the survivors' meeting and
+// dies 300 ms after publishing its decision. Ranks 2 and 3 get their
+// communicator; ranks 0 and 1 never return.
+coll_comm_t survivor_of_a_host_that_dies_after_deciding(int rank, int n, const coll_unique_id_t& id) {
+  coll_comm_t comm = init_or_die(rank, n, id);
+  if (comm == nullptr) return nullptr;
+  EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+  if (rank == 0) _exit(0);
+  if (rank == 1)
+    test_hooks::shrink_decided = [] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      raise(SIGKILL);
+    };
+  return comm;
+}
+
 // Rank 0 is gone; rank 1 hosts the survivors, publishes its decision
 // {1, 2, 3} and dies 300 ms later. Rank 3 read the decision and finds the
 // host's store gone as it joins; rank 2 had not read it yet (it reads 1 s
@@ -220,15 +236,8 @@ TEST(Shrink, AHostThatDiesAfterDecidingIsReplacedByAll) {
   run_ranks(
       4,
       [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
+        coll_comm_t comm = survivor_of_a_host_that_dies_after_deciding(rank, n, id);
         ASSERT_NE(comm, nullptr);
-        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
-        if (rank == 0) _exit(0);
-        if (rank == 1)
-          test_hooks::shrink_decided = [] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));
-            raise(SIGKILL);
-          };
         if (rank == 2)
           test_hooks::shrink_reading_members = [] { std::this_thread::sleep_for(std::chrono::seconds(1)); };
         const auto start = std::chrono::steady_clock::now();
@@ -258,15 +267,8 @@ TEST(Shrink, AReplacementHostFormsNothingWithoutTheRanksItLost) {
   run_ranks(
       4,
       [&rank2_failed, &rank3_done](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
+        coll_comm_t comm = survivor_of_a_host_that_dies_after_deciding(rank, n, id);
         ASSERT_NE(comm, nullptr);
-        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
-        if (rank == 0) _exit(0);
-        if (rank == 1)
-          test_hooks::shrink_decided = [] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));
-            raise(SIGKILL);
-          };
         if (rank == 3) test_hooks::shrink_reading_members = [] { EXPECT_TRUE(g_rank2_failed->wait_for(1)); };
         coll_comm_t survivors = nullptr;
         EXPECT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_REMOTE_ERROR) << "rank " << rank;
