@@ -184,6 +184,7 @@ class Communicator {
   // gone; logged), the meeting at the host's, and the host's decision on
   // who is in.
   bool standby_gone(int r) const;
+  bool host_gone(int host) const;  // looks again for a second: a dying host closes its listener last
   // `arrived`: set once the host recorded this rank's arrival. A host that
   // is a `replacement` (one this rank had arrived at died) forms no
   // communicator without every rank not found gone (see shrink.cc).

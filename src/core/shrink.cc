@@ -83,6 +83,17 @@ bool Communicator::standby_gone(int r) const {
   return gone;
 }
 
+// After an error from the host's store. A process being torn down closes
+// its connections before its listener, so a host that is dying may still
+// accept the first look: look again for a second.
+bool Communicator::host_gone(int host) const {
+  for (int look = 0; look < 10; ++look) {
+    if (standby_gone(host)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude) {
   std::vector<bool> out(static_cast<size_t>(nranks_), false);
   for (int r : exclude) {
@@ -115,7 +126,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
       try {
         return join_members(id, meet(id, meeting, mine, out, Deadline::after_ms(timeout_ms_)));
       } catch (const Error& e) {
-        if (host == rank_ || e.code() != Code::kRemote || !standby_gone(host)) throw;
+        if (host == rank_ || e.code() != Code::kRemote || !host_gone(host)) throw;
       }
       lost_a_host = lost_a_host || meeting.arrived;
     }
