@@ -225,8 +225,10 @@ COLL_API coll_result_t coll_alltoall(const void* sendbuf, void* recvbuf, size_t 
 /* Point to point. The messages from one rank to another match in the order
  * the sender posted them with the receives in the order the receiver posted
  * them (MPI's non-overtaking rule); a receive's count and datatype must equal
- * its send's, else COLL_INVALID_USAGE on the receiver (and on the sender at
- * its next exchange with it, or at coll_group_end in a group). A blocking
+ * its send's, else COLL_INVALID_USAGE on the receiver, and on the sender at
+ * its next operation that waits on that rank (as for the root of a
+ * broadcast, which only sends). Either side may be in a group or not,
+ * blocking or not: a group changes nothing on the wire. A blocking
  * send or receive returns when its buffer may be reused; it blocks until the
  * peer posts the matching call, so pairs that cross go in one group, or
  * non-blocking. A message to this rank itself (peer == rank) is a copy: it
@@ -248,11 +250,11 @@ COLL_API coll_result_t coll_barrier(coll_comm_t comm);
  * - its collectives must be the same, in the same order, on every rank;
  * - its sends and receives are matched apart from the collectives, whatever
  *   order each rank interleaves them with the collectives in, and never
- *   deadlock whatever their order; ranks may group different ones;
- * - where the group sent or received, coll_group_end returns only once the
- *   ranks it talked to have found the group right too (one empty message
- *   each way): a group that a peer finds wrong (a count that differs) fails
- *   on both, COLL_INVALID_USAGE.
+ *   deadlock whatever their order; ranks may group different ones, and a
+ *   grouped send may meet a receive outside any group;
+ * - a group that its peer finds wrong (a count that differs) is
+ *   COLL_INVALID_USAGE on that peer, and on this rank at the latest at its
+ *   next operation that waits on the peer.
  * Errors of recorded calls' arguments are returned at once; errors of their
  * execution by coll_group_end. A message to this rank itself without its
  * counterpart in the group, or with another count or datatype, is

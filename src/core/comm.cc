@@ -185,7 +185,8 @@ void Communicator::place_this_rank() {
 }
 
 Communicator::~Communicator() {
-  worker_.reset();  // finishes what was issued
+  exchanges_->close();  // a send or receive left unanswered cannot be answered now
+  worker_.reset();      // finishes what was issued
   // Peers that mapped it keep their mapping (region.h): freeing is safe.
   if (staging_ != nullptr) transport::shm::free_region(staging_);
   // Only the job's first communicator says goodbye: the store serves the job.
@@ -253,12 +254,9 @@ bool Communicator::unnamed_allreduce(const OpRequest& op) const {
 // fair part of the call. Neither it nor the direct-access allreduce runs in
 // a group: a group's other operations may differ from rank to rank (sends
 // on some, none on others), and its allreduce must run the same way on all.
-void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped,
-                           std::vector<int>* peers) {
-  std::vector<int> none;
-  if (grouped) return compile_group(ops, jobs, peers != nullptr ? *peers : none);
+void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped) {
+  if (grouped) return compile_group(ops, jobs);
   jobs.clear();
-  if (peers != nullptr) peers->clear();
   for (const OpRequest& op : ops) jobs.push_back(job_for(op, false));
 }
 
@@ -387,9 +385,8 @@ void Communicator::run(std::span<const OpRequest> ops, bool grouped) {
            ": peer is this rank itself, and no ", op.collective == algo::Collective::kSend ? "receive" : "send",
            " is pending to answer it: a message to the own rank needs its counterpart in the same group "
            "(coll_group_start/end), or issued non-blocking before it");
-    compile(ops, jobs_, grouped, &group_peers_);  // reused: a blocking call allocates nothing once warm
+    compile(ops, jobs_, grouped);  // reused: a blocking call allocates nothing once warm
     if (!jobs_.empty()) execute(jobs_);
-    if (!group_peers_.empty()) check_group_outcome(group_peers_);
     return;
   }
   auto done = run_async(ops, grouped, true);
@@ -406,14 +403,12 @@ std::shared_ptr<Completion> Communicator::run_async(std::span<const OpRequest> o
     return done;
   }
   auto jobs = std::make_shared<std::vector<Job>>();
-  auto peers = std::make_shared<std::vector<int>>();
-  compile(ops, *jobs, grouped, peers.get());  // argument errors surface here, at once
+  compile(ops, *jobs, grouped);  // argument errors surface here, at once
   if (!worker_) worker_ = std::make_unique<Worker>();
   exchanges_->close();
-  worker_->enqueue([this, jobs, peers, done] {
+  worker_->enqueue([this, jobs, done] {
     try {
       if (!jobs->empty()) execute(*jobs);
-      if (!peers->empty()) check_group_outcome(*peers);
       done->finish(COLL_SUCCESS, "");
     } catch (const Error& e) {
       done->finish(static_cast<coll_result_t>(e.code()), e.what());

@@ -132,15 +132,10 @@ class Communicator {
   static constexpr size_t kMaxCachedSteps = 1 << 17;  // about 10 MB of steps in all
 
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
-  // `peers`: the ranks a group's sends and receives talk to, whose outcome
-  // the group checks with them (group.cc); empty for anything else.
-  void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped = false,
-               std::vector<int>* peers = nullptr);
+  void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped = false);
   Job job_for(const OpRequest& op, bool grouped);
-  // group.cc: a group's jobs in the order that every pair of ranks agrees
-  // on, and the exchange of outcomes that ends it.
-  void compile_group(std::span<const OpRequest> ops, std::vector<Job>& jobs, std::vector<int>& peers);
-  void check_group_outcome(const std::vector<int>& peers);
+  // group.cc: a group's jobs in the order that every pair of ranks agrees on.
+  void compile_group(std::span<const OpRequest> ops, std::vector<Job>& jobs);
   // exchanges.cc: the worker's run of sends and receives number `run`.
   void drain_exchanges(uint64_t run);
   void exchange(uint64_t run, std::vector<Exchange>& mine);
@@ -239,12 +234,7 @@ class Communicator {
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;
-  std::vector<Job> jobs_;         // the blocking path's, reused
-  std::vector<int> group_peers_;  // the same
-  // group.cc: the last outcome check and the peers it is for; a loop of
-  // the same group builds it once. Touched by the thread that executes.
-  std::vector<int> checked_peers_;
-  std::vector<Job> check_job_;
+  std::vector<Job> jobs_;  // the blocking path's, reused
   std::unique_ptr<ExchangeQueue> exchanges_;
   // direct_access.cc's own operations, compiled at init.
   std::vector<Job> offers_job_, barrier_job_;

@@ -80,9 +80,13 @@ void Communicator::exchange(uint64_t run, std::vector<Exchange>& mine) {
       self_sends.erase(self_sends.begin());
       self_recvs.erase(self_recvs.begin());
       const OpRequest &send = mine[s].op, &recv = mine[r].op;
-      if (send.dtype != recv.dtype || send.count != recv.count)
-        fail(Code::kInvalidUsage, "rank ", rank_, ": a ", describe(send), " (itself) met a ", describe(recv),
-             ": a send and its receive must agree on count and datatype");
+      if (send.dtype != recv.dtype || send.count != recv.count) {  // nothing moved, and no peer is involved
+        const std::string why = str_cat("rank ", rank_, ": a ", describe(send), " (itself) met a ", describe(recv),
+                                        ": a send and its receive must agree on count and datatype");
+        finish(s, COLL_INVALID_USAGE, why);
+        finish(r, COLL_INVALID_USAGE, why);
+        continue;
+      }
       if (bytes_of(send) > 0) std::memmove(recv.recv, send.send, bytes_of(send));
       finish(s, COLL_SUCCESS, "");
       finish(r, COLL_SUCCESS, "");

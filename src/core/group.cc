@@ -10,14 +10,10 @@
 //
 // The executor files each peer's messages in job order, so the collectives'
 // messages between two ranks come first on their channel and the sends
-// after, on both sides. Then, where the group sent or received, the ranks
-// it talked to exchange an empty message: one that found the group wrong
-// (a count that differs, a message it did not expect) never sends it and
-// closes its connections with the reason instead, so its peers' group fails
-// too, rather than returning success on one side only.
+// after, on both sides. Either side may put its part in a group, or not:
+// a group changes nothing on the wire.
 #include "algorithms/builder.h"
 #include "core/comm.h"
-#include "core/op_signature.h"
 #include "reduce/reduce.h"
 
 #include <algorithm>
@@ -42,9 +38,8 @@ std::shared_ptr<const Plan> copy_plan(size_t elem_size, size_t bytes) {
 
 }  // namespace
 
-void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job>& jobs, std::vector<int>& peers) {
+void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job>& jobs) {
   jobs.clear();
-  peers.clear();
   for (const OpRequest& op : ops)
     if (!algo::is_point_to_point(op.collective)) jobs.push_back(job_for(op, true));
   std::vector<const OpRequest*> self_sends, self_recvs;
@@ -55,10 +50,7 @@ void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job
       continue;
     }
     jobs.push_back(job_for(op, true));
-    peers.push_back(op.root);
   }
-  std::sort(peers.begin(), peers.end());
-  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
 
   // Refused before anything moves: the communicator stays usable.
   for (size_t k = 0; k < std::max(self_sends.size(), self_recvs.size()); ++k) {
@@ -78,24 +70,6 @@ void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job
     jobs.push_back(Job{copy_plan(elem_size, send.count * elem_size), send.send, recv.recv, send.dtype, COLL_SUM,
                        "send/recv", send.count, rank_, 0, false, false});
   }
-}
-
-// One empty message each way with every peer of the group's sends and
-// receives, after every message of the group has arrived here.
-void Communicator::check_group_outcome(const std::vector<int>& peers) {
-  if (check_job_.empty() || peers != checked_peers_) {
-    algo::ScheduleBuilder b("outcome check", 1, std::nullopt);
-    for (int p : peers) {
-      b.recv(p, {}, 0);
-      b.send(p, {}, 0);
-    }
-    check_job_.assign(1, Job{});
-    check_job_[0].plan = std::make_shared<const Plan>(b.finish());
-    check_job_[0].what = "group_end";
-    check_job_[0].signature = kGroupCheckSignature;
-    checked_peers_ = peers;
-  }
-  execute(check_job_);
 }
 
 }  // namespace coll

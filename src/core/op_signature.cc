@@ -27,7 +27,6 @@ Fields decode(uint64_t tag) {
 }
 
 const char* collective_word(unsigned c) {
-  if (c == kGroupCheckSignature >> 36) return "the end of a group with sends or receives (coll_group_end)";
   if (c >= static_cast<unsigned>(algo::kNumCollectives)) return "an unknown operation";
   if (c == static_cast<unsigned>(Collective::kSend)) return "send/recv";
   return algo::collective_name(static_cast<Collective>(c));

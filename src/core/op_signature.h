@@ -33,10 +33,6 @@ struct OpSignature {
 // The signature of one call, with what does not matter for it cleared.
 OpSignature signature_of(algo::Collective c, coll_datatype_t dtype, coll_redop_t op, int root, size_t count);
 
-// The outcome check that ends a group with sends or receives (group.cc):
-// a collective field no caller can name.
-constexpr uint64_t kGroupCheckSignature = uint64_t{0xf} << 36;
-
 constexpr int kTagCounterBits = 24;
 inline uint64_t make_tag(uint64_t signature_bits, uint64_t counter) {
   return signature_bits << kTagCounterBits | (counter & ((uint64_t{1} << kTagCounterBits) - 1));

@@ -123,11 +123,17 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
       id.secret = auth::secret_from_text(str_cat(base, "/host", host));
       id.store_address = standby_addresses_[static_cast<size_t>(host)];
       Meeting meeting{host, lost_a_host};
+      std::string members;
       try {
-        return join_members(id, meet(id, meeting, mine, out, Deadline::after_ms(timeout_ms_)));
+        members = meet(id, meeting, mine, out, Deadline::after_ms(timeout_ms_));
+        if (members.empty() || members[0] != kNoMembers) return join_members(id, members);
       } catch (const Error& e) {
         if (host == rank_ || e.code() != Code::kRemote || !host_gone(host)) throw;
       }
+      // The host's word that it formed none is final: the next host would
+      // not know who might have gone on without us either.
+      if (!members.empty() && members[0] == kNoMembers)
+        fail(Code::kRemote, "comm_shrink on rank ", rank_, ": the host formed no communicator: ", members.substr(1));
       lost_a_host = lost_a_host || meeting.arrived;
     }
     out[static_cast<size_t>(host)] = true;
@@ -135,10 +141,11 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   }
 }
 
-// Becomes this rank's place among the members the host decided on.
+// Becomes this rank's place among the members the host decided on. A
+// barrier on the new communicator closes the shrink, so that a host that
+// dies while the members connect fails the join on every member (they then
+// meet at the next host), rather than on those it had not answered yet only.
 std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::UniqueId& id, const std::string& members) {
-  if (!members.empty() && members[0] == kNoMembers)
-    fail(Code::kRemote, "comm_shrink on rank ", rank_, ": the host formed no communicator: ", members.substr(1));
   int new_rank = -1, new_size = 0;
   for (int r : parse_ranks(members, nranks_)) {
     if (r == rank_) new_rank = new_size;
@@ -149,7 +156,10 @@ std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::Unique
          ": another survivor excluded this rank (members: ", members, ")");
   log::info(log::kInit, "comm_shrink: rank ", rank_, " becomes rank ", new_rank, " of ", new_size, " (old ranks ",
             members, ")");
-  return std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_, 0, Store::kRunning);
+  auto joined = std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_, 0, Store::kRunning);
+  const OpRequest barrier{algo::Collective::kBarrier};
+  joined->run({&barrier, 1});
+  return joined;
 }
 
 // Meets the other survivors at the host's store (started here when we are
