@@ -26,6 +26,8 @@
 // host's decision and gone on with it, so it forms no communicator without
 // every rank not found gone, and says so to every guest. The outcome is
 // agreed: all the survivors meet again, or all fail; none goes on alone.
+// (A guest cannot tell whether its host decided before it died: any host
+// that had recorded a guest's arrival makes the next one a replacement.)
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
