@@ -380,11 +380,7 @@ void Communicator::run(std::span<const OpRequest> ops, bool grouped) {
   const bool exchange = !grouped && ops.size() == 1 && algo::is_point_to_point(op.collective);
   if (!worker_) {
     // Nothing else is pending, and the caller waits: nothing could answer it.
-    if (exchange && op.root == rank_)
-      fail(Code::kInvalidUsage, algo::collective_name(op.collective), " on rank ", rank_,
-           ": peer is this rank itself, and no ", op.collective == algo::Collective::kSend ? "receive" : "send",
-           " is pending to answer it: a message to the own rank needs its counterpart in the same group "
-           "(coll_group_start/end), or issued non-blocking before it");
+    if (exchange && op.root == rank_) throw Error(Code::kInvalidUsage, unanswered_to_self(op, rank_));
     compile(ops, jobs_, grouped);  // reused: a blocking call allocates nothing once warm
     if (!jobs_.empty()) execute(jobs_);
     return;

@@ -14,9 +14,17 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace coll {
+
+// A send or a receive, as errors name it: "send of 4 x int32 to rank 2".
+inline bool is_send(const OpRequest& op) { return op.collective == algo::Collective::kSend; }
+std::string describe_message(const OpRequest& op);
+// Why a blocking send or receive to `rank` itself is refused: nothing
+// pending can answer it (exchanges.cc, and Communicator::run without a worker).
+std::string unanswered_to_self(const OpRequest& op, int rank);
 
 struct Exchange {
   OpRequest op;  // a send or a recv; op.root is the peer

@@ -24,16 +24,21 @@ constexpr int kLooksBeforeWait = 64;
 constexpr int kOpenWaitMs = 1;
 constexpr int kClosedWaitMs = 100;
 
-bool is_send(const OpRequest& op) { return op.collective == algo::Collective::kSend; }
-
 size_t bytes_of(const OpRequest& op) { return op.count * reduce::datatype_size(op.dtype); }
 
-std::string describe(const OpRequest& op) {
+}  // namespace
+
+std::string describe_message(const OpRequest& op) {
   return str_cat(is_send(op) ? "send of " : "recv of ", op.count, " x ", reduce::datatype_name(op.dtype),
                  is_send(op) ? " to rank " : " from rank ", op.root);
 }
 
-}  // namespace
+std::string unanswered_to_self(const OpRequest& op, int rank) {
+  return str_cat(algo::collective_name(op.collective), " on rank ", rank, ": peer is this rank itself, and no ",
+                 is_send(op) ? "receive" : "send",
+                 " is pending to answer it: a message to the own rank needs its counterpart in the same group "
+                 "(coll_group_start/end), or issued non-blocking before it");
+}
 
 void Communicator::drain_exchanges(uint64_t run) {
   std::vector<Exchange> mine;
@@ -81,8 +86,9 @@ void Communicator::exchange(uint64_t run, std::vector<Exchange>& mine) {
       self_recvs.erase(self_recvs.begin());
       const OpRequest &send = mine[s].op, &recv = mine[r].op;
       if (send.dtype != recv.dtype || send.count != recv.count) {  // nothing moved, and no peer is involved
-        const std::string why = str_cat("rank ", rank_, ": a ", describe(send), " (itself) met a ", describe(recv),
-                                        ": a send and its receive must agree on count and datatype");
+        const std::string why =
+            str_cat("rank ", rank_, ": a ", describe_message(send), " (itself) met a ", describe_message(recv),
+                    ": a send and its receive must agree on count and datatype");
         finish(s, COLL_INVALID_USAGE, why);
         finish(r, COLL_INVALID_USAGE, why);
         continue;
@@ -94,12 +100,7 @@ void Communicator::exchange(uint64_t run, std::vector<Exchange>& mine) {
     // The caller waits on a blocking one: nothing it could issue will answer.
     for (auto* pending : {&self_sends, &self_recvs})
       if (!pending->empty() && mine[pending->back()].blocking) {
-        const OpRequest& op = mine[pending->back()].op;
-        finish(pending->back(), COLL_INVALID_USAGE,
-               str_cat(algo::collective_name(op.collective), " on rank ", rank_, ": peer is this rank itself, and no ",
-                       is_send(op) ? "receive" : "send",
-                       " is pending to answer it: a message to the own rank needs its counterpart in the same group "
-                       "(coll_group_start/end), or issued non-blocking before it"));
+        finish(pending->back(), COLL_INVALID_USAGE, unanswered_to_self(mine[pending->back()].op, rank_));
         pending->pop_back();
       }
   };
@@ -133,7 +134,7 @@ void Communicator::exchange(uint64_t run, std::vector<Exchange>& mine) {
         for (auto* pending : {&self_sends, &self_recvs})
           for (size_t k : *pending)
             finish(k, COLL_INVALID_USAGE,
-                   str_cat("rank ", rank_, ": a ", describe(mine[k].op),
+                   str_cat("rank ", rank_, ": a ", describe_message(mine[k].op),
                            " (itself) had no counterpart before the next operation was issued"));
         self_sends.clear(), self_recvs.clear();
         continue;
@@ -157,9 +158,10 @@ void Communicator::exchange(uint64_t run, std::vector<Exchange>& mine) {
         fail(Code::kInvalidUsage, "rank ", rank_, ": send/recv #", seq_, " was aborted (coll_comm_abort)");
       if (wait && deadline.expired()) {
         std::string pending;
-        for (const InFlight& f : in_flight) pending += (pending.empty() ? "" : "; ") + describe(mine[f.exchange].op);
+        for (const InFlight& f : in_flight)
+          pending += (pending.empty() ? "" : "; ") + describe_message(mine[f.exchange].op);
         for (auto* self : {&self_sends, &self_recvs})
-          for (size_t k : *self) pending += (pending.empty() ? "" : "; ") + describe(mine[k].op) + " (itself)";
+          for (size_t k : *self) pending += (pending.empty() ? "" : "; ") + describe_message(mine[k].op) + " (itself)";
         fail(Code::kTimeout, "rank ", rank_, ": send/recv #", seq_, " timed out after ", deadline.budget_ms(), " ms (",
              deadline.setting(), ") with nothing moving; unfinished: ", pending);
       }

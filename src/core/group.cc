@@ -14,6 +14,7 @@
 // a group changes nothing on the wire.
 #include "algorithms/builder.h"
 #include "core/comm.h"
+#include "core/exchange_queue.h"
 #include "reduce/reduce.h"
 
 #include <algorithm>
@@ -21,13 +22,6 @@
 namespace coll {
 
 namespace {
-
-bool is_send(const OpRequest& op) { return op.collective == algo::Collective::kSend; }
-
-std::string describe_self(const OpRequest& op, int rank) {
-  return str_cat(is_send(op) ? "send to" : "recv from", " rank ", rank, " itself of ", op.count, " x ",
-                 reduce::datatype_name(op.dtype));
-}
 
 // A copy from the send's buffer into the receive's.
 std::shared_ptr<const Plan> copy_plan(size_t elem_size, size_t bytes) {
@@ -56,7 +50,7 @@ void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job
   for (size_t k = 0; k < std::max(self_sends.size(), self_recvs.size()); ++k) {
     if (k >= self_sends.size() || k >= self_recvs.size()) {
       const OpRequest& alone = k < self_sends.size() ? *self_sends[k] : *self_recvs[k];
-      fail(Code::kInvalidUsage, "group_end on rank ", rank_, ": the group's ", describe_self(alone, rank_), " has no ",
+      fail(Code::kInvalidUsage, "group_end on rank ", rank_, ": the group's ", describe_message(alone), " has no ",
            is_send(alone) ? "receive" : "send",
            " to meet it in the group (messages to the own rank are copies: ", self_sends.size(), " send(s), ",
            self_recvs.size(), " recv(s))");
@@ -64,8 +58,8 @@ void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job
     const OpRequest& send = *self_sends[k];
     const OpRequest& recv = *self_recvs[k];
     if (send.dtype != recv.dtype || send.count != recv.count)
-      fail(Code::kInvalidUsage, "group_end on rank ", rank_, ": the group's ", describe_self(send, rank_), " met its ",
-           describe_self(recv, rank_), ": a send and its receive must agree on count and datatype");
+      fail(Code::kInvalidUsage, "group_end on rank ", rank_, ": the group's ", describe_message(send), " met its ",
+           describe_message(recv), ": a send and its receive must agree on count and datatype");
     const size_t elem_size = reduce::datatype_size(send.dtype);
     jobs.push_back(Job{copy_plan(elem_size, send.count * elem_size), send.send, recv.recv, send.dtype, COLL_SUM,
                        "send/recv", send.count, rank_, 0, false, false});
