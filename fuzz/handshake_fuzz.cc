@@ -1,9 +1,9 @@
 // What a connection's first bytes can be: a client hello checked against
 // the secret (never accepted without it), a unique id decoded from a
 // stranger's bytes, a job secret from the environment.
+#include "base/auth.h"
+#include "base/error.h"
 #include "bootstrap/unique_id.h"
-#include "core/auth.h"
-#include "core/error.h"
 
 #include <cstddef>
 #include <cstdint>

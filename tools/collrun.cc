@@ -16,10 +16,10 @@
 // killed by a signal). When a rank fails, the others get a grace period to
 // finish (they will usually see the failure themselves), then SIGTERM, then
 // SIGKILL, so nothing is left running.
+#include "base/auth.h"
+#include "base/error.h"
+#include "base/socket.h"
 #include "bootstrap/emulated_node.h"
-#include "core/auth.h"
-#include "core/error.h"
-#include "core/socket.h"
 
 #include <poll.h>
 #include <signal.h>

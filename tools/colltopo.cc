@@ -11,7 +11,7 @@
 // gpu_ring. FILE is an hwloc XML export or an NCCL topology file;
 // without it, hwloc reads this machine (COLL_TOPO_FILE is honoured too).
 #include "algorithms/partition.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/load.h"
 #include "topology/paths.h"
 

@@ -1,7 +1,7 @@
 #include "algorithms/cost_model.h"
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 #include <fstream>
 #include <sstream>

@@ -2,8 +2,8 @@
 
 #include "algorithms/algorithms.h"
 #include "algorithms/fold.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #include <algorithm>
 #include <cmath>

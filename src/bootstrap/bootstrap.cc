@@ -1,10 +1,10 @@
 #include "bootstrap/bootstrap.h"
 
+#include "base/log.h"
+#include "base/socket.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/mpi_bootstrap.h"
 #include "bootstrap/store_server.h"
-#include "core/log.h"
-#include "core/socket.h"
 
 #include <cstdlib>
 

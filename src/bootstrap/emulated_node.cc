@@ -1,7 +1,7 @@
 #include "bootstrap/emulated_node.h"
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -1,8 +1,8 @@
 #include "bootstrap/launch_env.h"
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #include <cstdlib>
 

@@ -4,7 +4,7 @@
 // bootstrap.cc.
 #pragma once
 
-#include "core/auth.h"
+#include "base/auth.h"
 
 #include <string>
 

@@ -1,8 +1,8 @@
 #include "bootstrap/mpi_bootstrap.h"
 
+#include "base/error.h"
+#include "base/log.h"
 #include "bootstrap/bootstrap.h"
-#include "core/error.h"
-#include "core/log.h"
 
 #ifdef COLL_WITH_MPI
 #include <mpi.h>

@@ -1,8 +1,8 @@
 #include "bootstrap/store_client.h"
 
+#include "base/auth.h"
+#include "base/error.h"
 #include "bootstrap/store_protocol.h"
-#include "core/auth.h"
-#include "core/error.h"
 
 #include <poll.h>
 

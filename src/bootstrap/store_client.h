@@ -3,9 +3,9 @@
 // timeout message names the key (and so the rank that never wrote it).
 #pragma once
 
+#include "base/deadline.h"
+#include "base/socket.h"
 #include "bootstrap/unique_id.h"
-#include "core/deadline.h"
-#include "core/socket.h"
 
 #include <cstdint>
 #include <functional>

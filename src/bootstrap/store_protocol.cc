@@ -1,6 +1,6 @@
 #include "bootstrap/store_protocol.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // Wire format of the bootstrap key-value store, spoken after the auth
-// handshake (core/auth.h). Little-endian, fixed-size headers:
+// handshake (base/auth.h). Little-endian, fixed-size headers:
 //
 //   request  {op u32, key_len u32, value_len u64} key value
 //   reply    {status u32, reserved u32, value_len u64} value

@@ -1,8 +1,8 @@
 #include "bootstrap/store_server.h"
 
+#include "base/error.h"
+#include "base/log.h"
 #include "bootstrap/store_protocol.h"
-#include "core/error.h"
-#include "core/log.h"
 
 #include <sys/epoll.h>
 #include <unistd.h>

@@ -9,8 +9,8 @@
 // may exit (or fork) with a server running.
 #pragma once
 
-#include "core/auth.h"
-#include "core/socket.h"
+#include "base/auth.h"
+#include "base/socket.h"
 
 #include <atomic>
 #include <string>

@@ -1,6 +1,6 @@
 #include "bootstrap/unique_id.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <cstring>
 

@@ -2,7 +2,7 @@
 // secret. Serialized into the fixed 128 bytes of the C struct.
 #pragma once
 
-#include "core/auth.h"
+#include "base/auth.h"
 
 #include <coll/coll.h>
 

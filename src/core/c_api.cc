@@ -1,9 +1,9 @@
 // The C ABI, first half: versions, unique ids, communicators, errors.
 // Nothing throws across this boundary (c_api_internal.h: guarded).
+#include "base/config.h"
+#include "base/log.h"
 #include "bootstrap/bootstrap.h"
 #include "core/c_api_internal.h"
-#include "core/config.h"
-#include "core/log.h"
 #include "transport/shm/region.h"
 
 #include <coll/coll.h>

@@ -3,8 +3,8 @@
 // guard that turns every coll::Error into a result code and a message.
 #pragma once
 
+#include "base/error.h"
 #include "core/comm.h"
-#include "core/error.h"
 
 #include <coll/coll.h>
 

@@ -11,13 +11,13 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/select.h"
+#include "base/error.h"
+#include "base/socket.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
-#include "core/error.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
 #include "core/router.h"
-#include "core/socket.h"
 #include "core/worker.h"
 #include "transport/transport.h"
 

@@ -57,8 +57,8 @@
 // A ring moves the same bytes through its slots, but chunk by chunk, with a
 // handshake per slot (docs/PERFORMANCE.md).
 #include "algorithms/partition.h"
+#include "base/log.h"
 #include "core/comm.h"
-#include "core/log.h"
 #include "core/op_signature.h"
 #include "reduce/reduce.h"
 #include "reduce/stream.h"

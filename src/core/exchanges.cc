@@ -4,9 +4,9 @@
 // while both are in flight. A peer's messages still match in the order each
 // side posted them. Messages to the own rank are copies, a send meeting the
 // receive of the same rank in issue order.
+#include "base/log.h"
 #include "core/comm.h"
 #include "core/exchange_queue.h"
-#include "core/log.h"
 #include "core/op_signature.h"
 #include "reduce/reduce.h"
 

@@ -1,7 +1,7 @@
 #include "core/executor.h"
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "core/op_signature.h"
 #include "reduce/reduce.h"
 

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "algorithms/schedule.h"
-#include "core/deadline.h"
+#include "base/deadline.h"
 #include "core/flight_recorder.h"
 #include "transport/transport.h"
 

@@ -1,8 +1,8 @@
 #include "core/flight_recorder.h"
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "reduce/dtype.h"
 
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 #include "core/op_signature.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "reduce/dtype.h"
 
 namespace coll {

@@ -28,12 +28,12 @@
 // agreed: all the survivors meet again, or all fail; none goes on alone.
 // (A guest cannot tell whether its host decided before it died: any host
 // that had recorded a guest's arrival makes the next one a replacement.)
+#include "base/error.h"
+#include "base/log.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
 #include "core/comm.h"
-#include "core/error.h"
-#include "core/log.h"
 #include "core/test_hooks.h"
 
 #include <chrono>

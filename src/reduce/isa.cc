@@ -1,8 +1,8 @@
 #include "reduce/isa.h"
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #include <string>
 

@@ -1,6 +1,6 @@
 #include "reduce/reduce.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "reduce/half.h"
 #include "reduce/isa.h"
 

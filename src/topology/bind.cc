@@ -1,6 +1,6 @@
 #include "topology/bind.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/paths.h"
 
 #include <sched.h>

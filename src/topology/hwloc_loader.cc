@@ -7,7 +7,7 @@
 //   NPS4 hangs each one under a Group).
 // - GPUs are told by PCI vendor and class, not by OS devices: most captures
 //   have none for the GPUs, and BMC VGA chips do have DRM ones.
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/load.h"
 
 #include <hwloc.h>

@@ -1,8 +1,8 @@
 // Choosing the source of the topology, and writing it back out.
 #include "topology/load.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #include <unistd.h>
 
@@ -150,8 +150,7 @@ void write_node(const Topology& t, int index, int depth, std::ostringstream& out
   // config space was unreadable (DGX-2 has one) is still written as one.
   const bool nvswitch = n.kind == Kind::kNvSwitch;
   std::snprintf(cls, sizeof(cls), "0x%04x00", nvswitch ? 0x0680u : n.pci_class);
-  std::snprintf(ids, sizeof(ids), "vendor=\"0x%04x\" device=\"0x%04x\"", nvswitch ? 0x10deu : n.vendor,
-                n.device_id);
+  std::snprintf(ids, sizeof(ids), "vendor=\"0x%04x\" device=\"0x%04x\"", nvswitch ? 0x10deu : n.vendor, n.device_id);
   out << pad << "<pci busid=\"" << n.pci.to_string() << "\" class=\"" << cls << "\" " << ids;
   if (n.link_gbps > 0) out << " link_gbps=\"" << n.link_gbps << "\"";
   const bool nic_info = n.kind == Kind::kNic && !n.names.empty();

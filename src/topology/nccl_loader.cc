@@ -14,7 +14,7 @@
 // element (class 0x0604) is an upstream bridge with one downstream-port
 // bridge per child, so that "PIX: at most one bridge on each side" reads the
 // same as on hwloc's trees.
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/load.h"
 
 #include <libxml/parser.h>

@@ -1,6 +1,6 @@
 #include "transport/transport.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coll::transport {
 

@@ -22,9 +22,9 @@
 //   tests/support/transports.h to this.
 #pragma once
 
-#include "core/auth.h"
-#include "core/deadline.h"
-#include "core/error.h"
+#include "base/auth.h"
+#include "base/deadline.h"
+#include "base/error.h"
 
 #include <array>
 #include <cstddef>

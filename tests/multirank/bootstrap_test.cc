@@ -1,7 +1,7 @@
 // Bootstrap with real processes: the job secret keeps strangers out without
 // disturbing the job, and a rank that never arrives is a timeout naming it.
+#include "base/socket.h"
 #include "bootstrap/unique_id.h"
-#include "core/socket.h"
 #include "support/handshake.h"
 #include "support/multirank.h"
 

@@ -4,12 +4,12 @@
 // mismatch detection, a peer that goes away, an abort mid-transfer. Then
 // what is TCP's own: strangers on its port, before and during a run.
 #include "transport/transport.h"
+#include "base/auth.h"
+#include "base/error.h"
+#include "base/socket.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/unique_id.h"
-#include "core/auth.h"
-#include "core/error.h"
-#include "core/socket.h"
 #include "support/multirank.h"
 #include "support/transport_link.h"
 

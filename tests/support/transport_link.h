@@ -3,10 +3,10 @@
 // any collective, written once, run for every transport.
 #pragma once
 
+#include "base/error.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/unique_id.h"
-#include "core/error.h"
 #include "core/router.h"
 #include "support/transports.h"
 #include "transport/transport.h"

@@ -1,7 +1,7 @@
 // Settings registry and interface choice.
-#include "core/config.h"
-#include "core/error.h"
-#include "core/socket.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/socket.h"
 #include "transport/tcp/pair.h"
 
 #include <gtest/gtest.h>

@@ -12,7 +12,7 @@
 #include "algorithms/algorithms.h"
 #include "algorithms/partition.h"
 #include "algorithms/select.h"
-#include "core/error.h"
+#include "base/error.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // The bootstrap store in one process: set/get/add, waiting with a deadline,
 // and the secret and frame checks that keep strangers out.
+#include "base/error.h"
+#include "base/socket.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
 #include "bootstrap/unique_id.h"
-#include "core/error.h"
-#include "core/socket.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // (tests/data/topology/), then on the real captures in
 // ../shared/topologies/ against the answers in its README (skipped with a
 // message when that folder is not there).
+#include "base/error.h"
 #include "core/comm.h"
-#include "core/error.h"
 #include "core/router.h"
 #include "topology/load.h"
 #include "topology/paths.h"

@@ -9,7 +9,7 @@
 // soon as it sees the peer's message in its ring (board_wait), and the
 // peer, waiting in its own receive, sees the posted round it will never
 // match (poll, through board_mismatch).
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/shm/shm_transport.h"
 
 #include <sched.h>

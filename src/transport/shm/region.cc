@@ -1,6 +1,6 @@
 #include "transport/shm/region.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>

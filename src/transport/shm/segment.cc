@@ -1,6 +1,6 @@
 #include "transport/shm/segment.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>

@@ -1,8 +1,8 @@
 #include "transport/shm/shm_transport.h"
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #include <poll.h>
 #include <sched.h>

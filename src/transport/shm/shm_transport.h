@@ -24,7 +24,7 @@
 // copy fewer than receiving into a staging buffer first.
 #pragma once
 
-#include "core/socket.h"
+#include "base/socket.h"
 #include "transport/shm/segment.h"
 #include "transport/transport.h"
 

@@ -1,6 +1,6 @@
 #include "transport/tcp/pair.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

@@ -7,7 +7,7 @@
 // error code, the payload (at most kMaxNoticeBytes) its message.
 #pragma once
 
-#include "core/socket.h"
+#include "base/socket.h"
 #include "transport/transport.h"
 
 #include <chrono>

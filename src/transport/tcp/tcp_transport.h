@@ -3,7 +3,7 @@
 // epoll progress engine over all pairs, driven by the caller's poll().
 #pragma once
 
-#include "core/socket.h"
+#include "base/socket.h"
 #include "transport/tcp/pair.h"
 #include "transport/transport.h"
 

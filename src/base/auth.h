@@ -11,7 +11,7 @@
 // that event loops can run it without blocking on a silent stranger.
 #pragma once
 
-#include "core/deadline.h"
+#include "base/deadline.h"
 
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
-#include "core/config.h"
+#include "base/config.h"
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -92,7 +92,7 @@ namespace {
 const Setting& find(const char* name) {
   for (const auto& s : settings())
     if (std::strcmp(s.name, name) == 0) return s;
-  fail(Code::kInternal, "setting ", name, " is not in the registry (src/core/config.cc)");
+  fail(Code::kInternal, "setting ", name, " is not in the registry (src/base/config.cc)");
 }
 
 }  // namespace

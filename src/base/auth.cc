@@ -1,7 +1,7 @@
-#include "core/auth.h"
+#include "base/auth.h"
 
-#include "core/error.h"
-#include "core/socket.h"
+#include "base/error.h"
+#include "base/socket.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -3,7 +3,7 @@
 // and deadline-bounded connect / send / receive on non-blocking sockets.
 #pragma once
 
-#include "core/deadline.h"
+#include "base/deadline.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

@@ -4,7 +4,7 @@
 // before any argument is formatted, so disabled logging costs one compare.
 #pragma once
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <string>
 
