@@ -225,9 +225,9 @@ const Algorithm& Selector::choose(const CollShape& shape) {
       if (wanted == a.name) best = &a;
       continue;
     }
-    // The one-shot allreduce sends every vector to every rank: a choice for
+    // The direct allreduce sends every vector to every rank: a choice for
     // ranks of one node only, never across the network.
-    if (shape.collective == Collective::kAllreduce && std::string(a.name) == "direct" && link_class_ != "shm") continue;
+    if (shape.collective == Collective::kAllreduce && std::string(a.name) == "direct" && !link().one_node) continue;
     double cost = a.cost(shape, link());
     if (best == nullptr || cost < best_cost) best = &a, best_cost = cost;
   }

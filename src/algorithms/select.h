@@ -45,9 +45,10 @@ class Selector {
   // Parses COLL_ALGO syntax; kInvalidArgument names an unknown collective or algorithm.
   Selector(const std::string& setting, CostModel model);
 
-  // The link class the cost model prices ("shm" when every peer is on this
-  // node, else "tcp"); set once the communicator knows its peers.
-  void set_link_class(const std::string& name) { link_class_ = name; }
+  // The link class the cost model prices: the slowest that joins this rank
+  // to a peer; set once the communicator knows its peers (kInternal when the
+  // model has no such class).
+  void set_link_class(const std::string& name) { link_ = model_.link(name), link_class_ = name; }
 
   // The algorithm for this call; kInvalidArgument when COLL_ALGO asks for
   // one this collective does not have. Logs the choice at INFO once per
@@ -58,15 +59,16 @@ class Selector {
   bool fixed(Collective c) const;
 
   const CostModel& model() const { return model_; }
-  // The parameters of the link class set above ("tcp" until then).
-  const LinkModel& link() const { return model_.link(link_class_); }
+  // The parameters of the link class set above (the model's defaults until then).
+  const LinkModel& link() const { return link_; }
 
  private:
   std::string setting_;
   std::string all_;                          // one name for every collective
   std::map<Collective, std::string> named_;  // per collective
   CostModel model_;
-  std::string link_class_ = "tcp";
+  LinkModel link_{};
+  std::string link_class_ = "none";
   std::set<std::pair<Collective, int>> logged_;
 };
 

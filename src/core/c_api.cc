@@ -4,7 +4,7 @@
 #include "base/log.h"
 #include "bootstrap/bootstrap.h"
 #include "core/c_api_internal.h"
-#include "transport/shm/region.h"
+#include "transport/registry.h"
 
 #include <coll/coll.h>
 
@@ -243,13 +243,13 @@ coll_result_t coll_mem_alloc(void** ptr, size_t bytes) {
     if (ptr == nullptr) fail(Code::kInvalidArgument, "coll_mem_alloc: ptr is null");
     *ptr = nullptr;
     if (bytes == 0) fail(Code::kInvalidArgument, "coll_mem_alloc: bytes is 0");
-    *ptr = coll::transport::shm::allocate_region(bytes);
+    *ptr = coll::transport::allocate_shareable(bytes, "coll-mem");
   });
 }
 
 coll_result_t coll_mem_free(void* ptr) {
   return guarded(nullptr, [&] {
-    if (ptr != nullptr && !coll::transport::shm::free_region(ptr))
+    if (ptr != nullptr && !coll::transport::free_shareable(ptr))
       fail(Code::kInvalidArgument, "coll_mem_free: ", ptr, " is not memory from coll_mem_alloc");
   });
 }

@@ -7,37 +7,18 @@
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
 #include "core/exchange_queue.h"
+#include "core/link_models.h"
 #include "core/op_signature.h"
+#include "core/pair_exchange.h"
 #include "reduce/reduce.h"
 #include "topology/bind.h"
 #include "topology/load.h"
-#include "transport/shm/region.h"
+#include "topology/nodes.h"
+#include "transport/registry.h"
 
 #include <algorithm>
 
 namespace coll {
-
-namespace {
-
-std::vector<int> unless_identity(std::vector<int> order) {
-  for (int r = 0; r < static_cast<int>(order.size()); ++r)
-    if (order[static_cast<size_t>(r)] != r) return order;
-  return {};
-}
-
-}  // namespace
-
-std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addresses) {
-  std::vector<std::string> hosts;
-  std::vector<std::vector<int>> members;
-  for (int r = 0; r < static_cast<int>(addresses.size()); ++r) {
-    const std::string host = Router::host_of(addresses[static_cast<size_t>(r)]);
-    size_t h = static_cast<size_t>(std::find(hosts.begin(), hosts.end(), host) - hosts.begin());
-    if (h == hosts.size()) hosts.push_back(host), members.emplace_back();
-    members[h].push_back(r);
-  }
-  return members;
-}
 
 Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix, int64_t timeout_ms,
                            int64_t init_timeout_ms, Store store)
@@ -58,13 +39,15 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
       fail(Code::kInvalidArgument, "COLL_CHUNK_BYTES=", chunk, " must be between 64 and 1G");
     chunk_bytes_ = static_cast<size_t>(chunk);
   }
-  selector_ = std::make_unique<algo::Selector>(config::get_string("COLL_ALGO"), algo::CostModel::load());
-  // A bad COLL_TOPO_FILE or COLL_TRANSPORTS is this rank's own mistake:
-  // report it before joining, or peers see our early exit as a remote error.
+  // A bad COLL_TOPO_FILE, COLL_TRANSPORTS or COLL_TUNING_FILE is this
+  // rank's own mistake: report it before joining, or peers see our early
+  // exit as a remote error.
   if (prefix_.empty()) topo::node_topology();
-
-  transport_ =
-      std::make_unique<Router>(rank_, make_transports(rank_, nranks_, id.secret, segment_tag(id.secret, prefix_)));
+  transport_ = std::make_unique<Router>(
+      rank_, transport::make_transports(
+                 {rank_, nranks_, id.secret, transport::job_tag(id.secret, prefix_), transport::host_id()}));
+  selector_ =
+      std::make_unique<algo::Selector>(config::get_string("COLL_ALGO"), link_models(transport_->all_capabilities()));
   Deadline deadline = init_timeout_ms > 0 ? Deadline::after_ms(init_timeout_ms, nullptr, "COLL_INIT_TIMEOUT_MS")
                                           : Deadline::after_ms(timeout_ms_);
   const std::string store_address = id.store_address;
@@ -75,6 +58,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
         return net::refuses_connections(net::SockAddr::parse(store_address, "store address"), 200);
       })
                                : std::function<bool()>());
+  pairs_ = std::make_unique<StorePairExchange>(*store_, prefix_, rank_, timeout_ms_);
 
   std::string ifname;
   standby_ = net::listen_on(net::choose_interface(&ifname), &standby_bound_, "standby store (coll_comm_shrink)");
@@ -95,11 +79,17 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     standby_addresses_[static_cast<size_t>(r)] = both.substr(cut + 1);
   }
 
-  const std::string link_class = nranks_ > 1 ? transport_->slowest_for(addresses_) : "";
-  if (nranks_ > 1) selector_->set_link_class(link_class);
+  // Everyone on this node, over a transport for ranks of one node: the
+  // fast paths' knobs apply (core/fastpath/).
+  bool one_node = false;
+  if (nranks_ > 1) {
+    const transport::Capabilities& slowest = transport_->slowest_for(addresses_);
+    selector_->set_link_class(slowest.name);
+    one_node = slowest.same_host_only;
+  }
   for (int r = 0; r < nranks_; ++r)
     if (r != rank_) others_.push_back(r);
-  if (link_class == "shm") {  // direct_access.cc
+  if (one_node) {  // direct_access.cc
     auto bytes = [](const char* name) {
       const int64_t v = config::get_int(name);
       if (v < 0) fail(Code::kInvalidArgument, name, "=", v, " must not be negative");
@@ -111,7 +101,9 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     staged_stream_bytes_ = bytes("COLL_SHM_STAGED_STREAM_BYTES");
   }
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
-  nodes_ = ranks_by_node(addresses_);
+  std::vector<std::string> hosts;
+  for (const std::string& a : addresses_) hosts.push_back(Router::host_of(a));
+  nodes_ = ranks_by_node(hosts);
   if (config::get_bool("COLL_TOPO_AWARE")) {
     ring_order_ = ring_by_node(nodes_);
     spread_order_ = spread_over_nodes(nodes_);
@@ -121,49 +113,33 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
         for (int r : nodes_[n]) node_of_[static_cast<size_t>(r)] = static_cast<int>(n);
       for (int r : nodes_[static_cast<size_t>(node_of_[static_cast<size_t>(rank_)])])
         if (r != rank_)
-          node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]));
+          node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]).name);
     }
   }
   if (std::min(direct_bytes_, staged_bytes_) != SIZE_MAX) prepare_direct_access();
-  recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, segment_tag(id.secret, prefix_),
+  recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, transport::job_tag(id.secret, prefix_),
                                                Router::host_of(addresses_[static_cast<size_t>(rank_)]));
   if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
   if (nranks_ > 1) {
     algo::Ring ring(rank_, nranks_, ring_order_);
-    transport_->connect({ring.prev(), ring.next()}, addresses_, deadline);
+    connect({ring.prev(), ring.next()}, deadline);
   }
   // oneshot.cc: every peer's board, mapped now; after the pinning above, so
   // that our segment, which we write at every call, is on our NUMA node.
-  if (link_class == "shm") {
-    transport_->connect(others_, addresses_, deadline);
+  if (one_node) {
+    connect(others_, deadline);
     const int64_t v = config::get_int("COLL_SHM_ONESHOT_BYTES");
     if (v < 0) fail(Code::kInvalidArgument, "COLL_SHM_ONESHOT_BYTES=", v, " must not be negative");
-    oneshot_bytes_ = std::min(static_cast<size_t>(v), transport_->board_bytes());
+    transport::Board* board = transport_->board();
+    oneshot_bytes_ = board == nullptr ? 0 : std::min(static_cast<size_t>(v), board->bytes());
   }
   log::info(log::kInit, "rank ", rank_, " of ", nranks_, prefix_.empty() ? "" : " (split ", prefix_,
             prefix_.empty() ? "" : ")", " joined (store ", id.store_address, ", transports ",
             transport_->local_address(), ")");
 }
 
-// A ring in this order crosses between nodes once per node whatever order
-// the launcher chose; an interleaved placement in launcher order would
-// cross at every step.
-std::vector<int> ring_by_node(const std::vector<std::vector<int>>& nodes) {
-  std::vector<int> order;
-  for (const auto& m : nodes) order.insert(order.end(), m.begin(), m.end());
-  return unless_identity(order);
-}
-
-// With nodes of equal size L and N = 2^k nodes, position p = i*N + node:
-// the farthest positions (p xor 2^j, large j) differ in i, the same node.
-std::vector<int> spread_over_nodes(const std::vector<std::vector<int>>& nodes) {
-  size_t ranks = 0;
-  for (const auto& m : nodes) ranks += m.size();
-  std::vector<int> order;
-  for (size_t i = 0; order.size() < ranks; ++i)
-    for (const auto& m : nodes)
-      if (i < m.size()) order.push_back(m[i]);
-  return unless_identity(order);
+void Communicator::connect(const std::vector<int>& peers, const Deadline& deadline) {
+  transport_->connect(peers, addresses_, *pairs_, deadline);
 }
 
 // Learns this rank's place on its node (local rank, NUMA node, GPU, NIC)
@@ -188,7 +164,7 @@ Communicator::~Communicator() {
   exchanges_->close();  // a send or receive left unanswered cannot be answered now
   worker_.reset();      // finishes what was issued
   // Peers that mapped it keep their mapping (region.h): freeing is safe.
-  if (staging_ != nullptr) transport::shm::free_region(staging_);
+  if (staging_ != nullptr) transport::free_shareable(staging_);
   // Only the job's first communicator says goodbye: the store serves the job.
   if (store_ && prefix_.empty()) store_->bye(nranks_);
 }
@@ -346,13 +322,13 @@ void Communicator::execute(std::vector<Job>& jobs) {
       return;
     }
     if (jobs.size() == 1) {
-      transport_->connect(first.plan->peers, addresses_, deadline);
+      connect(first.plan->peers, deadline);
     } else {
       std::vector<int> peers;
       for (const Job& j : jobs) peers.insert(peers.end(), j.plan->peers.begin(), j.plan->peers.end());
       std::sort(peers.begin(), peers.end());
       peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-      transport_->connect(peers, addresses_, deadline);
+      connect(peers, deadline);
     }
     executor_.run(jobs, rank_, nranks_, seq_, counters_, *transport_, deadline, *recorder_, record);
   } catch (const Error& e) {

@@ -17,8 +17,8 @@
 #include "bootstrap/unique_id.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
-#include "core/router.h"
 #include "core/worker.h"
+#include "transport/router.h"
 #include "transport/transport.h"
 
 #include <coll/coll.h>
@@ -37,6 +37,7 @@
 namespace coll {
 
 class ExchangeQueue;
+class StorePairExchange;
 struct Exchange;
 
 // One operation as the C API describes it, before an algorithm is chosen.
@@ -51,18 +52,6 @@ struct OpRequest {
   const char* algorithm = nullptr;       // forced (internal use); null: COLL_ALGO or the cost model
   std::optional<int64_t> send_offset{};  // in place: input address minus output address (the C API decides)
 };
-
-// The ranks of each node, from every rank's router address (its host id):
-// nodes in the order of their first rank, launcher order inside a node.
-std::vector<std::vector<int>> ranks_by_node(const std::vector<std::string>& addresses);
-// The ranks node by node: the ring order that crosses between nodes fewest
-// times. Empty when that is the launcher's order already.
-std::vector<int> ring_by_node(const std::vector<std::vector<int>>& nodes);
-// The ranks taking turns between nodes: the first of each node, then the
-// second of each, ...: the order in which halving-doubling's largest
-// exchanges (between the farthest positions) stay inside a node. Empty when
-// that is the launcher's order already.
-std::vector<int> spread_over_nodes(const std::vector<std::vector<int>>& nodes);
 
 class Communicator {
  public:
@@ -162,6 +151,8 @@ class Communicator {
   void oneshot(const Job& job, const Deadline& deadline, OpRecord& record);
   void wait_for_block(int r, uint32_t round, uint64_t tag, const Deadline& deadline, OpRecord& record);
   void execute(std::vector<Job>& jobs);
+  // Connects the pairs with `peers` not yet connected.
+  void connect(const std::vector<int>& peers, const Deadline& deadline);
   // direct_access.cc: the allreduce through every rank's registered buffers,
   // or through every rank's staging; false (having written nothing) when
   // some rank can do neither, and the plan must run. run_inside runs an
@@ -217,6 +208,7 @@ class Communicator {
   bool staging_failed_ = false;  // once: said so in the log
   std::unique_ptr<algo::Selector> selector_;
   std::unique_ptr<bootstrap::StoreClient> store_;
+  std::unique_ptr<StorePairExchange> pairs_;
   std::unique_ptr<Router> transport_;
   std::vector<std::string> addresses_;
   // A listening socket each rank keeps in reserve: the lowest survivor of a

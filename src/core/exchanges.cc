@@ -119,7 +119,7 @@ void Communicator::exchange(uint64_t run, std::vector<Exchange>& mine) {
           to_self(k);
           continue;
         }
-        transport_->connect({op.root}, addresses_, deadline);
+        connect({op.root}, deadline);
         const uint64_t signature = signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits();
         const size_t peer = static_cast<size_t>(op.root);
         const transport::RequestId id =

@@ -27,21 +27,21 @@ RequestId Transport::post_recv_sink(int peer, size_t, uint64_t, const Sink&) {
        ", but this transport does not deliver pieces");
 }
 
-char* Transport::access(int peer, const MemoryHandle&, size_t, Access) {
-  fail(Code::kInternal, capabilities().name, ": access to rank ", peer,
-       "'s memory, but this transport has no one-sided access");
+const char* memory_kind_name(MemoryKind kind) { return kind == MemoryKind::kCuda ? "cuda" : "host"; }
+
+void Transport::lacks(const char* what) const {
+  fail(Code::kInvalidUsage, capabilities().name, " transport: ", what,
+       " is not something it offers (see its capabilities)");
 }
 
-uint32_t Transport::board_post(const BoardBlock&, size_t) {
-  fail(Code::kInternal, capabilities().name, ": board_post, but this transport has no board");
-}
+const Registration* Transport::register_memory(const void*, size_t, MemoryKind) { return nullptr; }
 
-bool Transport::board_wait(int peer, uint32_t, uint64_t, int) {
-  fail(Code::kInternal, capabilities().name, ": board_wait for rank ", peer, ", but this transport has no board");
-}
+void Transport::deregister(const Registration*) { lacks("deregister (it registers no memory)"); }
 
-Transport::BoardBlock Transport::board_block(int peer, uint32_t) const {
-  fail(Code::kInternal, capabilities().name, ": board_block of rank ", peer, ", but this transport has no board");
-}
+RequestId Transport::post_put(int, const Buffer&, const RemoteMemory&, size_t, const uint64_t*) { lacks("post_put"); }
+
+RequestId Transport::post_get(int, const Buffer&, const RemoteMemory&, size_t) { lacks("post_get"); }
+
+RequestId Transport::post_notification(int, uint64_t*) { lacks("post_notification"); }
 
 }  // namespace coll::transport

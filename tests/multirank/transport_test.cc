@@ -209,6 +209,71 @@ TEST_P(Conformance, ThousandsOfTinyMessagesBothWays) {
   });
 }
 
+// Registration, per-pair data and one-sided operations (transport v2):
+// each rank registers a window and hands its handle over; rank 1 puts into
+// rank 0's window with a notification, rank 0 sees the bytes once notified
+// and answers with a notification of its own; rank 1 then gets the bytes
+// rank 0 wrote into its window, at an offset. Sizes 0, 1, a prime and
+// 1 MiB + 1; out of bounds is an error before anything moves.
+TEST_P(Conformance, PutsWithNotificationAndGetsReachRegisteredMemory) {
+  run_ranks(2, [&](int rank, int, const coll_unique_id_t& raw) {
+    Link link = connect_pair(rank, raw, GetParam());
+    transport::Transport& t = *link.transport;
+    const int peer = 1 - rank;
+    const size_t window_bytes = (1 << 20) + 64;
+    std::vector<uint8_t> window(window_bytes, 0);
+    const transport::Registration* mine = t.register_memory(window.data(), window.size(), transport::MemoryKind::kHost);
+    ASSERT_NE(mine, nullptr) << GetParam() << " registers no host memory";
+    EXPECT_EQ(t.register_memory(window.data(), window.size(), transport::MemoryKind::kHost), mine)
+        << "the same range is the same registration";
+    t.deregister(mine);  // one count left
+    EXPECT_EQ(t.register_memory(nullptr, 0, transport::MemoryKind::kCuda), nullptr) << "no device memory here";
+    auto deadline = Deadline::after_ms(20000);
+    link.store->set("handle/" + std::to_string(rank),
+                    std::string(reinterpret_cast<const char*>(mine->handle.bytes.data()), mine->handle.bytes.size()),
+                    deadline);
+    const std::string theirs = link.store->get("handle/" + std::to_string(peer), deadline, "the peer's handle");
+    transport::RemoteMemory remote{{}, window_bytes};
+    std::memcpy(remote.handle.bytes.data(), theirs.data(), remote.handle.bytes.size());
+    uint64_t value = 0;
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{(1 << 20) + 1}}) {
+      const size_t offset = bytes % 61;
+      std::vector<uint8_t> out(bytes), in(bytes);
+      for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(i * 7 + bytes + rank);
+      if (rank == 1) {
+        const uint64_t note = 1000 + bytes;
+        wait_all(t, {t.post_put(peer, transport::Buffer{out.data(), bytes}, remote, offset, &note)});
+        wait_all(t, {t.post_notification(peer, &value)});
+        EXPECT_EQ(value, 2000 + bytes);
+        wait_all(t, {t.post_get(peer, transport::Buffer{in.data(), bytes}, remote, offset + 3)});
+        for (size_t i = 0; i < bytes; ++i)
+          ASSERT_EQ(in[i], static_cast<uint8_t>(i * 7 + bytes + 1 + 5)) << "get of " << bytes << ", byte " << i;
+        wait_all(t, {t.post_put(peer, transport::Buffer{nullptr, 0}, remote, 0, &note)});  // done with the window
+      } else {
+        wait_all(t, {t.post_notification(peer, &value)});
+        EXPECT_EQ(value, 1000 + bytes);
+        for (size_t i = 0; i < bytes; ++i)
+          ASSERT_EQ(window[offset + i], static_cast<uint8_t>(i * 7 + bytes + 1))
+              << "put of " << bytes << ", byte " << i;
+        for (size_t i = 0; i < bytes; ++i) window[offset + 3 + i] = static_cast<uint8_t>(i * 7 + bytes + 1 + 5);
+        const uint64_t note = 2000 + bytes;
+        // Rank 0 keeps polling (its wait) while rank 1's get is served.
+        wait_all(
+            t, {t.post_put(peer, transport::Buffer{nullptr, 0}, remote, 0, &note), t.post_notification(peer, &value)});
+      }
+    }
+    uint8_t one = 0;
+    EXPECT_THROW(t.post_put(peer, transport::Buffer{&one, 1}, remote, window_bytes, nullptr), Error);
+    EXPECT_THROW(t.post_get(peer, transport::Buffer{window.data(), 64}, remote, window_bytes - 63), Error);
+    // Messages still flow after one-sided traffic, in order.
+    int mine_v = rank + 40, got = 0;
+    wait_all(t, {t.post_send(peer, &mine_v, sizeof(mine_v), 5), t.post_recv(peer, &got, sizeof(got), 5)});
+    EXPECT_EQ(got, peer + 40);
+    t.deregister(mine);
+    EXPECT_THROW(t.deregister(mine), Error) << "released twice";
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Conformance, ::testing::ValuesIn(kTransportsUnderTest),
                          [](const auto& info) { return std::string(info.param); });
 
@@ -227,11 +292,12 @@ TEST(TcpTransport, AStrangerOnTheTransportPortIsRefused) {
       usleep(500000);
       return;
     }
-    auto t = transport::make_tcp_transport(rank, 2, id.secret);
+    auto t = make_transport("tcp", rank, 2, id);
+    StorePairExchange pairs(store, "", rank, 20000);
     store.set("addr/" + std::to_string(rank), t->local_address(), deadline);
     std::vector<std::string> addresses = {store.get("addr/0", deadline, ""), store.get("addr/1", deadline, "")};
     if (rank == 1) store.get("stranger-done", deadline, "the stranger");
-    t->connect({1 - rank}, addresses, deadline);
+    t->connect({1 - rank}, addresses, pairs, deadline);
     int value = rank + 10, got = 0;
     wait_all(*t, {t->post_send(1 - rank, &value, sizeof(value), 9), t->post_recv(1 - rank, &got, sizeof(got), 9)});
     EXPECT_EQ(got, 11 - rank);
@@ -251,21 +317,23 @@ TEST(TcpTransport, AHandshakeUnderWayOutlivesTheAcceptThatStartedIt) {
       net::Fd fd = net::connect_to(tcp_socket_of(store.get("addr/0", deadline, "rank 0")), deadline, "rank 0");
       store.set("one-knocked", "1", deadline);
       store.get("zero-has-two", deadline, "rank 0 to connect rank 2");
-      auth::client_handshake(fd.get(), id.secret, "tcp>0", 1, deadline, "rank 0");  // throws if dropped
+      const std::string token = store.get("pair/0>1", deadline, "rank 0's token for the pair");
+      auth::client_handshake(fd.get(), id.secret, "tcp>0/" + token, 1, deadline, "rank 0");  // throws if dropped
       return;
     }
-    auto t = transport::make_tcp_transport(rank, 3, id.secret);
+    auto t = make_transport("tcp", rank, 3, id);
+    StorePairExchange pairs(store, "", rank, 20000);
     store.set("addr/" + std::to_string(rank), t->local_address(), deadline);
     std::vector<std::string> addresses = {store.get("addr/0", deadline, ""), "unused",
                                           store.get("addr/2", deadline, "")};
     if (rank == 2) {
       store.get("one-knocked", deadline, "rank 1 to knock");
-      t->connect({0}, addresses, deadline);
+      t->connect({0}, addresses, pairs, deadline);
       return;
     }
-    t->connect({2}, addresses, deadline);
+    t->connect({2}, addresses, pairs, deadline);
     store.set("zero-has-two", "1", deadline);
-    t->connect({1}, addresses, deadline);  // rank 1's handshake, begun in the connect above, ends here
+    t->connect({1}, addresses, pairs, deadline);  // rank 1's handshake, begun in the connect above, ends here
   });
 }
 

@@ -2,8 +2,9 @@
 
 #include "bootstrap/emulated_node.h"
 #include "bootstrap/unique_id.h"
-#include "core/router.h"
 #include "support/handshake.h"
+#include "transport/registry.h"
+#include "transport/router.h"
 
 #include <dirent.h>
 
@@ -129,7 +130,7 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
 
 void expect_no_segments_left(const coll_unique_id_t& raw) {
   // Every segment of the job starts with the same hash of its secret.
-  std::string prefix = "coll-" + segment_tag(bootstrap::UniqueId::decode(raw).secret, "").substr(0, 12);
+  std::string prefix = "coll-" + transport::job_tag(bootstrap::UniqueId::decode(raw).secret, "").substr(0, 12);
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) return;
   std::string left;

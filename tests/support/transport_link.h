@@ -7,8 +7,10 @@
 #include "bootstrap/store_client.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/unique_id.h"
-#include "core/router.h"
+#include "core/pair_exchange.h"
 #include "support/transports.h"
+#include "transport/registry.h"
+#include "transport/router.h"
 #include "transport/transport.h"
 
 #include <coll/coll.h>
@@ -30,16 +32,18 @@ inline net::SockAddr tcp_socket_of(std::string address) {
 
 struct Link {
   std::unique_ptr<bootstrap::StoreClient> store;
+  std::unique_ptr<StorePairExchange> pairs;
   std::unique_ptr<transport::Transport> transport;
   std::vector<std::string> addresses;
 };
 
+// A transport of the registry by name; "shm_cma" is shm with single copy on.
 inline std::unique_ptr<transport::Transport> make_transport(const std::string& kind, int rank, int nranks,
                                                             const bootstrap::UniqueId& id) {
   if (kind == "shm_cma") setenv("COLL_SHM_SINGLE_COPY", "1", 1);
-  if (kind == "shm" || kind == "shm_cma")
-    return transport::make_shm_transport(rank, nranks, segment_tag(id.secret, "test"), host_id());
-  return transport::make_tcp_transport(rank, nranks, id.secret);
+  const std::string name = kind == "shm_cma" ? "shm" : kind;
+  return transport::find(name).make(
+      {rank, nranks, id.secret, transport::job_tag(id.secret, "test"), transport::host_id()});
 }
 
 // Ranks 0 and 1, connected to each other.
@@ -48,10 +52,11 @@ inline Link connect_pair(int rank, const coll_unique_id_t& raw, const std::strin
   auto deadline = Deadline::after_ms(20000);
   Link link;
   link.store = std::make_unique<bootstrap::StoreClient>(id, deadline, bootstrap::kStoreClientIdentity);
+  link.pairs = std::make_unique<StorePairExchange>(*link.store, "", rank, 20000);
   link.transport = make_transport(kind, rank, 2, id);
   link.store->set("addr/" + std::to_string(rank), link.transport->local_address(), deadline);
   link.addresses = {link.store->get("addr/0", deadline, "rank 0"), link.store->get("addr/1", deadline, "rank 1")};
-  link.transport->connect({1 - rank}, link.addresses, deadline);
+  link.transport->connect({1 - rank}, link.addresses, *link.pairs, deadline);
   return link;
 }
 

@@ -2,17 +2,25 @@
 // communicator is told to use only one of them.
 #pragma once
 
+#include "transport/registry.h"
+
 #include <map>
 #include <string>
 #include <vector>
 
 namespace coll::testing {
 
-// Every transport the conformance suite and the fault trials run over; a
-// new transport joins both by joining this list (and make_transport and
-// transport_env below). "shm_cma": shared memory with single copy on, so
-// messages of 256 KiB and more are read with process_vm_readv.
-inline const std::vector<std::string> kTransportsUnderTest = {"tcp", "shm", "shm_cma"};
+// Every transport the conformance suite and the fault trials run over:
+// every one in the registry (transport/registry.cc), so a new transport
+// joins both by registering, and "shm_cma": shared memory with single copy
+// on, so messages of 256 KiB and more are read with process_vm_readv.
+inline std::vector<std::string> transports_under_test() {
+  std::vector<std::string> out;
+  for (const transport::Entry& e : transport::registered()) out.push_back(e.name);
+  out.push_back("shm_cma");
+  return out;
+}
+inline const std::vector<std::string> kTransportsUnderTest = transports_under_test();
 
 // The settings that make a communicator use only that transport.
 // "shm_direct" and "shm_staged" (communicator-level trials only, not

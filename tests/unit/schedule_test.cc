@@ -612,8 +612,16 @@ TEST(Partition, DoubleBinaryTreesAreTreesWithDisjointInnerNodes) {
   }
 }
 
+// Link classes are data: any names the transports supply.
+CostModel two_links() {
+  CostModel m;
+  m.links["net"] = LinkModel{15.0, 0.63, 0.1, 512 << 10, false};
+  m.links["node"] = LinkModel{2.7, 0.29, 0.1, 128 << 10, true};
+  return m;
+}
+
 TEST(Select, AlgorithmSettingIsParsedStrictly) {
-  CostModel m = CostModel::parse("", "test");
+  CostModel m = two_links();
   EXPECT_NO_THROW(Selector("", m));
   EXPECT_NO_THROW(Selector("ring", m));
   EXPECT_NO_THROW(Selector("allreduce:tree;broadcast:ring", m));
@@ -627,28 +635,41 @@ TEST(Select, AlgorithmSettingIsParsedStrictly) {
   EXPECT_THROW(tree.choose(shape), Error);
   shape.collective = Collective::kAllreduce;
   EXPECT_STREQ(tree.choose(shape).name, "tree");
+  EXPECT_THROW(tree.set_link_class("ib"), Error) << "a class the model lacks";
 }
 
 TEST(Select, TheCostModelPicksLatencyOrBandwidthAlgorithms) {
-  CostModel m = CostModel::parse("tcp.alpha_us = 30\ntcp.beta_ns_per_byte = 1\ntcp.gamma_ns_per_byte = 0.25\n", "t");
+  CostModel m = two_links();
+  m.apply("net.alpha_us = 30\nnet.beta_ns_per_byte = 1\nnet.gamma_ns_per_byte = 0.25\n", "t");
   Selector s("", m);
+  s.set_link_class("net");
   CollShape tiny{Collective::kAllreduce, 0, 8, 2, 4};
   CollShape huge{Collective::kAllreduce, 0, 8, 16 << 20, 4};
   std::string small_pick = s.choose(tiny).name, large_pick = s.choose(huge).name;
-  EXPECT_NE(small_pick, "direct") << "the one-shot allreduce is for ranks of one node";
-  s.set_link_class("shm");
+  EXPECT_NE(small_pick, "direct") << "the direct allreduce is for ranks of one node";
+  s.set_link_class("node");
   EXPECT_STREQ(s.choose(tiny).name, "direct") << "on one node, one step beats log2(n)";
-  EXPECT_TRUE(small_pick == "recursive_doubling" || small_pick == "direct" || small_pick == "tree") << small_pick;
+  EXPECT_TRUE(small_pick == "recursive_doubling" || small_pick == "tree") << small_pick;
   EXPECT_TRUE(large_pick == "ring" || large_pick == "halving_doubling") << large_pick;
-  EXPECT_THROW(CostModel::parse("tcp.alpha = 3", "f"), Error);
-  EXPECT_THROW(CostModel::parse("tcp.alpha_us 3", "f"), Error);
-  EXPECT_THROW(CostModel::parse("ib.alpha_us = 3", "f"), Error);
-  EXPECT_DOUBLE_EQ(CostModel::parse("# comment\nshm.beta_ns_per_byte = 0.5 # half\n", "f").shm.beta_ns_per_byte, 0.5);
-  // Chunks per class: 128 KiB over shm, 512 KiB over tcp, a tuning file may set them within 64 B .. 1 GiB.
-  EXPECT_DOUBLE_EQ(CostModel::parse("", "f").shm.chunk_bytes, 128 << 10);
-  EXPECT_DOUBLE_EQ(CostModel::parse("", "f").tcp.chunk_bytes, 512 << 10);
-  EXPECT_DOUBLE_EQ(CostModel::parse("tcp.chunk_bytes = 65536", "f").tcp.chunk_bytes, 65536);
-  EXPECT_THROW(CostModel::parse("shm.chunk_bytes = 8", "f"), Error);
+}
+
+TEST(Select, TuningTextOverridesTheLinksPresentOnly) {
+  CostModel m = two_links();
+  EXPECT_THROW(m.apply("net.alpha = 3", "f"), Error);
+  EXPECT_THROW(m.apply("net.alpha_us 3", "f"), Error);
+  try {
+    m.apply("\nib.alpha_us = 3", "tuning.txt");
+    ADD_FAILURE() << "a class the model lacks was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tuning.txt:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("classes net, node"), std::string::npos) << e.what();
+  }
+  m.apply("# comment\nnode.beta_ns_per_byte = 0.5 # half\nnet.chunk_bytes = 65536", "f");
+  EXPECT_DOUBLE_EQ(m.link("node").beta_ns_per_byte, 0.5);
+  EXPECT_DOUBLE_EQ(m.link("net").chunk_bytes, 65536);
+  EXPECT_DOUBLE_EQ(m.link("net").alpha_us, 15.0) << "untouched";
+  EXPECT_THROW(m.apply("node.chunk_bytes = 8", "f"), Error);
+  EXPECT_THROW(m.apply("node.alpha_us = -1", "f"), Error);
 }
 
 }  // namespace

@@ -4,10 +4,10 @@
 // ../shared/topologies/ against the answers in its README (skipped with a
 // message when that folder is not there).
 #include "base/error.h"
-#include "core/comm.h"
-#include "core/router.h"
 #include "topology/load.h"
+#include "topology/nodes.h"
 #include "topology/paths.h"
+#include "transport/router.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -405,11 +405,16 @@ namespace {
 std::string address_on(const std::string& host) { return "shm=shm|" + host + "|/seg|1;tcp=tcp|x;host=" + host; }
 
 // The orders, from the router addresses as the communicator gets them.
+std::vector<std::vector<int>> nodes_of(const std::vector<std::string>& addresses) {
+  std::vector<std::string> hosts;
+  for (const auto& a : addresses) hosts.push_back(Router::host_of(a));
+  return ranks_by_node(hosts);
+}
 std::vector<int> ring_by_node(const std::vector<std::string>& addresses) {
-  return coll::ring_by_node(ranks_by_node(addresses));
+  return coll::ring_by_node(nodes_of(addresses));
 }
 std::vector<int> spread_over_nodes(const std::vector<std::string>& addresses) {
-  return coll::spread_over_nodes(ranks_by_node(addresses));
+  return coll::spread_over_nodes(nodes_of(addresses));
 }
 
 TEST(RingByNode, GroupsRanksByNodeKeepingLauncherOrderInside) {

@@ -1,12 +1,12 @@
 // The board (segment.h): a small block per rank and round that every local
-// peer reads in place, for the one-shot allreduce (core/oneshot.cc). A
+// peer reads in place, for the one-shot allreduce (core/fastpath/board_allreduce.cc). A
 // reader waits on the writer's cell the way poll waits on a ring: a spin (or
 // yields, with more ranks than cores), then a futex sleep on the cell's
 // round, bounded so that a peer that died is noticed.
 //
 // A rank that waits for a block while the peer waits for something else
 // (it called another operation) must not wait for its timeout: it fails as
-// soon as it sees the peer's message in its ring (board_wait), and the
+// soon as it sees the peer's message in its ring (wait), and the
 // peer, waiting in its own receive, sees the posted round it will never
 // match (poll, through board_mismatch).
 #include "base/error.h"
@@ -19,13 +19,13 @@
 
 namespace coll::transport::shm {
 
-size_t ShmTransport::board_bytes() const { return set_up_ && !peers_.empty() ? kBoardBytes : 0; }
+size_t ShmTransport::bytes() const { return set_up_ && !peers_.empty() ? kBoardBytes : 0; }
 
-uint32_t ShmTransport::board_post(const BoardBlock& block, size_t bytes) {
+uint32_t ShmTransport::post(const Block& block, size_t bytes) {
   if (bytes > kBoardBytes)
     fail(Code::kInternal, "shm: rank ", rank_, " posts ", bytes, " bytes on a board of ", kBoardBytes);
   const uint32_t round = board_round_ + 1;  // wraps: 2^32 is even, so the cells keep taking turns
-  Board& board = own_.board();
+  BoardArea& board = own_.board();
   BoardCell& cell = board.cells[round & 1];
   cell.tag = block.tag;
   cell.count = block.count;
@@ -45,9 +45,9 @@ bool ShmTransport::unread_message(const Peer& p) {
   return p.in_slots[tail].seq.load(std::memory_order_acquire) == tail + 1;
 }
 
-bool ShmTransport::board_wait(int rank, uint32_t round, uint64_t want_tag, int timeout_ms) {
+bool ShmTransport::wait(int rank, uint32_t round, uint64_t want_tag, int timeout_ms) {
   Peer& p = peer(rank, "waits on the board of");
-  Board& board = p.segment.board();
+  BoardArea& board = p.segment.board();
   std::atomic<uint32_t>& posted = board.cells[round & 1].round;
   auto ready = [&] { return posted.load(std::memory_order_acquire) == round; };
   // A peer may post, finish the operation and close (abort, exit) between a
@@ -81,11 +81,11 @@ bool ShmTransport::board_wait(int rank, uint32_t round, uint64_t want_tag, int t
   return ready();
 }
 
-Transport::BoardBlock ShmTransport::board_block(int rank, uint32_t round) const {
+Board::Block ShmTransport::block(int rank, uint32_t round) const {
   const int i = local_index(rank);
-  const Board& board = rank == rank_ ? own_.board() : peers_[static_cast<size_t>(i)].segment.board();
+  const BoardArea& board = rank == rank_ ? own_.board() : peers_[static_cast<size_t>(i)].segment.board();
   const BoardCell& cell = board.cells[round & 1];
-  return BoardBlock{cell.tag, cell.count, cell.data};
+  return Block{cell.tag, cell.count, cell.data};
 }
 
 // A receive from `p` that can never complete: the peer posted the round

@@ -24,7 +24,7 @@ constexpr uint64_t kMagic = 0x434f4c4c53484d34;  // "COLLSHM4": the header says 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 size_t slot_stride(uint32_t slot_bytes) { return round_up(sizeof(SlotHeader) + slot_bytes, 64); }
 size_t board_offset() { return round_up(sizeof(SegmentHeader), 64); }
-size_t rings_offset() { return board_offset() + round_up(sizeof(Board), 64); }
+size_t rings_offset() { return board_offset() + round_up(sizeof(BoardArea), 64); }
 size_t slots_offset(uint32_t nlocal) { return rings_offset() + round_up(sizeof(RingHeader) * nlocal, 64); }
 
 }  // namespace
@@ -97,7 +97,7 @@ Segment Segment::create(const std::string& name, uint32_t nlocal, uint32_t nslot
   h->probe_fd = probes.fd;
   h->probe_inode = probes.inode;
   h->waiting_cpu.store(-1, std::memory_order_relaxed);
-  new (&s.board()) Board();
+  new (&s.board()) BoardArea();
   for (uint32_t i = 0; i < nlocal; ++i) new (&s.ring(i)) RingHeader();
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;  // last: a peer that sees it sees the rest
@@ -129,7 +129,7 @@ bool Segment::try_open(const std::string& name, Segment* out) {
   return true;
 }
 
-Board& Segment::board() const { return *reinterpret_cast<Board*>(static_cast<char*>(base_) + board_offset()); }
+BoardArea& Segment::board() const { return *reinterpret_cast<BoardArea*>(static_cast<char*>(base_) + board_offset()); }
 
 RingHeader& Segment::ring(uint32_t i) const {
   return reinterpret_cast<RingHeader*>(static_cast<char*>(base_) + rings_offset())[i];

@@ -25,7 +25,8 @@ struct alignas(64) RingHeader {
 // kInline: a whole message of at most kInlineBytes, inside the header's own
 // cache line, so the consumer's one miss on that line brings everything.
 // kMapped: a reference into the producer's coll_mem_alloc buffer (region.h).
-enum class SlotKind : uint32_t { kData = 0, kCma = 1, kInline = 2, kMapped = 3 };
+// kNotify: no message, a put's notification (its value in tag).
+enum class SlotKind : uint32_t { kData = 0, kCma = 1, kInline = 2, kMapped = 3, kNotify = 4 };
 inline constexpr size_t kInlineBytes = 32;
 
 struct alignas(64) SlotHeader {
@@ -70,7 +71,7 @@ struct alignas(64) BoardCell {
 };
 static_assert(sizeof(BoardCell) == 4096, "a board cell is 64 cache lines");
 
-struct alignas(64) Board {
+struct alignas(64) BoardArea {
   BoardCell cells[2];
   alignas(64) std::atomic<uint32_t> sleepers;  // peers (about to be) asleep on a cell's round
 };
@@ -122,7 +123,7 @@ class Segment {
   static size_t bytes_for(uint32_t nlocal, uint32_t nslots, uint32_t slot_bytes);
 
   SegmentHeader& header() const { return *static_cast<SegmentHeader*>(base_); }
-  Board& board() const;
+  BoardArea& board() const;
   RingHeader& ring(uint32_t i) const;
   // The slots of ring `ring`. Indexing is the hot path's address arithmetic:
   // slot `index` modulo nslots (a power of two), without a division and

@@ -72,9 +72,9 @@ ShmTransport::ShmTransport(int rank, int nranks, const std::string& job_tag, con
   caps_.name = "shm";
   caps_.same_host_only = true;
   caps_.delivers_pieces = true;
-  caps_.one_sided_write = true;  // peers' regions (coll_mem_alloc buffers, stagings) where the probe allowed it
-  caps_.latency_us = 2;
-  caps_.bandwidth_gbps = 5;
+  caps_.one_sided = true;  // mapped regions and cross-memory attach, where the init-time probe allowed them
+  // The model's defaults for shared memory (docs/PERFORMANCE.md, "Cost model").
+  caps_.link = LinkParameters{2.7, 0.29, 128 << 10};
   probe_word_ = 0x5ca1ab1e00000000ull | static_cast<uint64_t>(getpid());
 }
 
@@ -179,7 +179,7 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
             yield_ ? "more ranks than cores: yielding before sleeping" : "spinning before sleeping");
 }
 
-void ShmTransport::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
+void ShmTransport::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses, PairExchange&,
                            const Deadline& deadline) {
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": shm transport was closed (abort)");
   if (!set_up_) setup(addresses, deadline);
@@ -201,16 +201,16 @@ ShmTransport::Peer& ShmTransport::peer(int rank, const char* doing) {
 // An op that is first in its queue starts at once: a small message leaves
 // (or is taken) as it is posted, not at the next poll, which is the latency
 // the peer waits for. What completes here is reported by the next poll.
-RequestId ShmTransport::post_send(int rank, const void* data, size_t bytes, uint64_t tag) {
+RequestId ShmTransport::post_send(int rank, const Buffer& buffer, uint64_t tag) {
   RequestId id = next_request_++;
   Peer& p = peer(rank, "sends to");
-  p.sends.push_back(Op{id, const_cast<char*>(static_cast<const char*>(data)), bytes, tag});
+  p.sends.push_back(Op{id, static_cast<char*>(buffer.data), buffer.bytes, tag});
   if (p.sends.size() == 1) progress_sends(p, completed_early_);
   return id;
 }
 
-RequestId ShmTransport::post_recv(int rank, void* data, size_t bytes, uint64_t tag) {
-  Op op{next_request_++, static_cast<char*>(data), bytes, tag};
+RequestId ShmTransport::post_recv(int rank, const Buffer& buffer, uint64_t tag) {
+  Op op{next_request_++, static_cast<char*>(buffer.data), buffer.bytes, tag};
   return post_recv_op(peer(rank, "receives from"), op);
 }
 
@@ -264,7 +264,10 @@ bool ShmTransport::progress_sends(Peer& p, std::vector<RequestId>& done) {
         first && !mapped && op.bytes >= kSingleCopyBytes && ring.cma_ok.load(std::memory_order_acquire) == 1;
     slot.tag = op.tag;
     slot.total = op.bytes;
-    if (op.bytes <= kInlineBytes) {
+    if (op.notify) {
+      slot.kind = SlotKind::kNotify;
+      slot.length = 0;
+    } else if (op.bytes <= kInlineBytes) {
       slot.kind = SlotKind::kInline;
       slot.length = static_cast<uint32_t>(op.bytes);
       if (op.bytes > 0) std::memcpy(slot.inline_data, op.data, op.bytes);  // a 0-byte buffer may be null
@@ -316,9 +319,20 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
   bool moved = false;
   RingHeader& ring = *p.in_ring;
   uint64_t tail = ring.tail.load(std::memory_order_relaxed);
-  while (!p.recvs.empty()) {
+  while (receiving(p)) {
     SlotHeader& slot = p.in_slots[tail];
     if (slot.seq.load(std::memory_order_acquire) != tail + 1) break;  // not yet published
+    // Notifications and messages are taken in the order the peer sent them.
+    if (slot.kind == SlotKind::kNotify) {
+      if (p.notify_waits.empty()) break;
+      *p.notify_waits.front().value = slot.tag;
+      done.push_back(p.notify_waits.front().id);
+      p.notify_waits.pop_front();
+      ring.tail.store(++tail, std::memory_order_release);
+      moved = true;
+      continue;
+    }
+    if (p.recvs.empty()) break;
     Op& op = p.recvs.front();
     if (!op.started) {
       if (slot.tag != op.tag || slot.total != op.bytes)  // naming the peer builds a string: only on a mismatch
@@ -400,8 +414,8 @@ bool ShmTransport::progress(std::vector<RequestId>& done) {
     // leaves nothing of it unseen by the look.
     const bool closed = p.segment.header().aborted.load(std::memory_order_acquire) != 0;
     if (!p.sends.empty() || !p.awaiting_ack.empty()) moved = progress_sends(p, done) || moved;
-    if (!p.recvs.empty()) moved = progress_recvs(p, done) || moved;
-    if (closed && (!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty())) check_alive(p);
+    if (receiving(p)) moved = progress_recvs(p, done) || moved;
+    if (closed && (!p.sends.empty() || receiving(p) || !p.awaiting_ack.empty())) check_alive(p);
   }
   return moved;
 }
@@ -462,10 +476,10 @@ void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   // one more look, then whatever is still pending with it fails.
   bool gone = false;
   for (const Peer& p : peers_)
-    gone = gone || ((!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty()) && !alive(p));
+    gone = gone || ((!p.sends.empty() || receiving(p) || !p.awaiting_ack.empty()) && !alive(p));
   if (!gone || progress(done)) return;
   for (const Peer& p : peers_)
-    if ((!p.sends.empty() || !p.recvs.empty() || !p.awaiting_ack.empty()) && !alive(p)) check_alive(p);
+    if ((!p.sends.empty() || receiving(p) || !p.awaiting_ack.empty()) && !alive(p)) check_alive(p);
 }
 
 std::string ShmTransport::pending_with(int rank) const {
@@ -478,6 +492,8 @@ std::string ShmTransport::pending_with(int rank) const {
   if (!p.recvs.empty())
     out += str_cat(out.empty() ? "" : "; ", p.recvs.size(), " receive(s) from rank ", rank, " (shm), first ",
                    p.recvs.front().done_bytes, "/", p.recvs.front().bytes, " bytes");
+  if (!p.notify_waits.empty())
+    out += str_cat(out.empty() ? "" : "; ", p.notify_waits.size(), " notification(s) from rank ", rank, " (shm)");
   return out;
 }
 

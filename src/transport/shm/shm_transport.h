@@ -10,9 +10,11 @@
 // With COLL_SHM_MAPPED=1, a message of at least kMappedBytes sent from a
 // coll_mem_alloc buffer travels as a reference into it, which the receiver
 // maps once and reads in place (region.h): one copy, without the kernel.
-// The same mappings give one-sided access (Transport::access) to the peers'
-// regions, wherever the init-time probe allows, whatever COLL_SHM_MAPPED
-// says: their coll_mem_alloc buffers, and the core's staging.
+// The same mappings give peer access (the PeerAccess extension) to the
+// peers' regions, wherever the init-time probe allows, whatever
+// COLL_SHM_MAPPED says: their coll_mem_alloc buffers, and the core's
+// staging. Puts and gets (one_sided.cc) use them too, and cross-memory
+// attach for any other registered memory.
 //
 // Segments are unlinked as soon as every local rank has mapped them, so
 // nothing is left in /dev/shm even after kill -9. Waiting spins briefly,
@@ -25,6 +27,7 @@
 #pragma once
 
 #include "base/socket.h"
+#include "transport/registration_cache.h"
 #include "transport/shm/segment.h"
 #include "transport/transport.h"
 
@@ -58,26 +61,42 @@ class Fifo {
   size_t head_ = 0;
 };
 
-class ShmTransport final : public Transport {
+// The transport, its board and its peer access in one object: the three
+// share the segments and the peers' mappings.
+class ShmTransport final : public Transport, public transport::Board, public PeerAccess {
  public:
   ShmTransport(int rank, int nranks, const std::string& job_tag, const std::string& host_id);
 
   const Capabilities& capabilities() const override { return caps_; }
   std::string local_address() const override;
-  void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
+  // Nothing per pair: segments are named by the job and the ranks.
+  void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses, PairExchange& pairs,
                const Deadline& deadline) override;
-  RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
-  RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
+  using Transport::post_recv;
+  using Transport::post_send;
+  RequestId post_send(int peer, const Buffer& buffer, uint64_t tag) override;
+  RequestId post_recv(int peer, const Buffer& buffer, uint64_t tag) override;
   RequestId post_recv_sink(int peer, size_t bytes, uint64_t tag, const Sink& sink) override;
+  void poll(std::vector<RequestId>& done, int timeout_ms) override;
+  // one_sided.cc: host memory only; a coll_mem_alloc region is reached
+  // through its mapping, anything else with cross-memory attach.
+  const Registration* register_memory(const void* data, size_t bytes, MemoryKind kind) override;
+  void deregister(const Registration* registration) override;
+  RequestId post_put(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset,
+                     const uint64_t* notify) override;
+  RequestId post_get(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset) override;
+  RequestId post_notification(int peer, uint64_t* value) override;
+  // PeerAccess
+  PeerAccess* peer_access() override { return this; }
   bool handle_for(const void* data, size_t bytes, MemoryHandle* handle) const override;
   bool can_access(int peer) const override;
   char* access(int peer, const MemoryHandle& handle, size_t bytes, Access how) override;
-  void poll(std::vector<RequestId>& done, int timeout_ms) override;
-  // board.cc
-  size_t board_bytes() const override;
-  uint32_t board_post(const BoardBlock& block, size_t bytes) override;
-  bool board_wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms) override;
-  BoardBlock board_block(int peer, uint32_t round) const override;
+  // Board (board.cc): there is one once every local peer is set up.
+  transport::Board* board() override { return bytes() > 0 ? this : nullptr; }
+  size_t bytes() const override;
+  uint32_t post(const Block& block, size_t bytes) override;
+  bool wait(int peer, uint32_t round, uint64_t want_tag, int timeout_ms) override;
+  Block block(int peer, uint32_t round) const override;
   std::string pending_with(int peer) const override;
   void close(const Error* why) override;
   bool reaches(const std::string& peer_address) const override;
@@ -106,6 +125,12 @@ class ShmTransport final : public Transport {
     bool started = false;     // first slot written / checked
     uint64_t ack_target = 0;  // single copy: complete when the peer's ack count reaches it
     Sink sink{};              // a receive whose pieces go to a sink: take != null
+    bool notify = false;      // a put's notification (its value in tag), sent as a slot of its own
+  };
+  // A posted wait for a peer's notification (post_notification).
+  struct NotifyWait {
+    RequestId id;
+    uint64_t* value;
   };
   // Hands a received piece to the receive: its sink, or a copy into its buffer.
   static void deliver(const Op& op, size_t offset, const void* data, size_t bytes);
@@ -121,6 +146,7 @@ class ShmTransport final : public Transport {
     RingHeader* in_ring = nullptr;  // its ring in ours, and its slots
     Segment::Slots in_slots;
     Fifo<Op> sends, recvs, awaiting_ack;
+    Fifo<NotifyWait> notify_waits;
     uint64_t single_copies_sent = 0;  // and references sent: the peer acknowledges both alike
     PeerRegions regions;              // its coll_mem_alloc buffers that we have mapped
     bool can_map = false;             // whether we can (the init-time probe)
@@ -161,6 +187,10 @@ class ShmTransport final : public Transport {
   char* map_region(Peer& p, const RegionRef& ref, size_t bytes, bool writable = false);
   bool progress_sends(Peer& p, std::vector<RequestId>& done);
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
+  static bool receiving(const Peer& p) { return !p.recvs.empty() || !p.notify_waits.empty(); }
+  // one_sided.cc: the peer's registered memory [offset, offset + bytes) of
+  // `remote`, moved to or from `local` at once.
+  void move_one_sided(Peer& p, void* local, const RemoteMemory& remote, size_t offset, size_t bytes, bool put);
   void ring_bell(SegmentHeader& h);
   // Throws a Mismatch when a receive from `p` waits for what `p`, waiting
   // on the board, will never send (board.cc); whether a message from `p`
@@ -194,6 +224,7 @@ class ShmTransport final : public Transport {
   net::Fd region_probe_;           // peers take it with pidfd_getfd at setup; closed once they have
   uint32_t board_round_ = 0;       // the last round this rank posted on its board (board.cc)
   std::vector<char> cma_staging_;  // a single-copy message bound for a sink is read here first
+  RegistrationCache registrations_;
 };
 
 }  // namespace coll::transport::shm

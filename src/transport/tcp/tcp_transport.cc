@@ -15,17 +15,13 @@
 
 namespace coll::transport {
 
-std::unique_ptr<Transport> make_tcp_transport(int rank, int nranks, const auth::Secret& secret,
-                                              const std::string& host) {
-  return std::make_unique<tcp::TcpTransport>(rank, nranks, secret, host);
-}
-
 namespace tcp {
 namespace {
 
-// The purpose string binds a connection to its target rank, so that a proof
-// made for one rank cannot be replayed to another.
-std::string purpose_for(int target) { return str_cat("tcp>", target); }
+// The purpose string binds a connection to its target rank and the pair's
+// token, so that a proof made for one rank, or for another communicator's
+// pair, cannot be replayed here.
+std::string purpose_for(int target, const std::string& token) { return str_cat("tcp>", target, "/", token); }
 
 // How long a silent stranger may hold its place in the accept loop, and how
 // many may: a flood of them waits in the listen queue, not in our files.
@@ -54,8 +50,9 @@ TcpTransport::TcpTransport(int rank, int nranks, const auth::Secret& secret, std
     fail(Code::kInvalidArgument, "COLL_TCP_SILENCE_MS=", silence_ms_,
          ": give 0 (off) or at least 2000 ms (a silence shorter than a few retransmissions is a lost packet)");
   caps_.name = "tcp";
-  caps_.latency_us = 30;
-  caps_.bandwidth_gbps = 1.0;
+  caps_.one_sided = false;  // emulated: the peer's poll serves puts and gets
+  // The model's defaults for TCP (docs/PERFORMANCE.md, "Cost model").
+  caps_.link = LinkParameters{15.0, 0.63, 512 << 10};
   std::string ifname;
   net::SockAddr addr = net::choose_interface(&ifname);
   listener_ = net::listen_on(addr, &address_, "tcp transport");
@@ -81,31 +78,38 @@ void TcpTransport::add_pair(int peer, net::Fd fd, const std::string& address) {
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, raw, &ev) < 0)
     fail_errno(Code::kSystem, errno, str_cat("tcp: adding rank ", peer), "epoll_ctl");
   by_fd_[raw] = p.get();
+  if (serving_) p->serve(&TcpTransport::resolve, this);
   pairs_[peer] = std::move(p);
   log::info(log::kNet, "tcp: rank ", rank_, " connected to rank ", peer, " at ", address);
 }
 
+// Tokens first, for every higher peer, so that no rank waits on another's
+// token while that one waits on its own.
 void TcpTransport::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
-                           const Deadline& deadline) {
+                           PairExchange& pairs, const Deadline& deadline) {
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": tcp transport was closed (abort)");
-  std::vector<int> higher;
+  std::vector<int> lower, higher;
   for (int peer : peers) {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
       fail(Code::kInternal, "tcp: rank ", rank_, " asked to connect to rank ", peer);
     if (pairs_.count(peer)) continue;
-    if (peer < rank_)
-      connect_to_lower(peer, addresses.at(static_cast<size_t>(peer)), deadline);
-    else
-      higher.push_back(peer);
+    (peer < rank_ ? lower : higher).push_back(peer);
   }
+  for (int peer : higher) {
+    if (!tokens_.count(peer)) tokens_[peer] = auth::to_hex(auth::random_secret()).substr(0, 32);
+    pairs.publish(peer, tokens_[peer]);
+  }
+  for (int peer : lower)
+    connect_to_lower(peer, addresses.at(static_cast<size_t>(peer)), pairs.fetch(peer, deadline), deadline);
   accept_from_higher(higher, addresses, deadline);
 }
 
-void TcpTransport::connect_to_lower(int peer, const std::string& address, const Deadline& deadline) {
+void TcpTransport::connect_to_lower(int peer, const std::string& address, const std::string& token,
+                                    const Deadline& deadline) {
   std::string what = str_cat("rank ", peer, " (", describe(address), ")");
   net::SockAddr addr = net::SockAddr::parse(socket_part(address), "peer address");
   net::Fd fd = net::connect_to(addr, deadline, what);
-  auth::client_handshake(fd.get(), secret_, purpose_for(peer), static_cast<uint32_t>(rank_), deadline, what);
+  auth::client_handshake(fd.get(), secret_, purpose_for(peer, token), static_cast<uint32_t>(rank_), deadline, what);
   add_pair(peer, std::move(fd), describe(address));
 }
 
@@ -183,11 +187,12 @@ bool TcpTransport::hear_out(Greeted& g) {
   g.got += static_cast<size_t>(n);
   if (g.got < sizeof(g.hello)) return false;
   const int claimed = static_cast<int>(g.hello.identity);
-  if (claimed <= rank_ || claimed >= nranks_ ||
-      !auth::check_client_hello(g.hello, secret_, purpose_for(rank_), g.nonce))
-    return drop(g, "it did not prove it knows the job secret");
+  auto token = tokens_.find(claimed);
+  if (claimed <= rank_ || claimed >= nranks_ || token == tokens_.end() ||
+      !auth::check_client_hello(g.hello, secret_, purpose_for(rank_, token->second), g.nonce))
+    return drop(g, "it did not prove it knows the job secret and this pair's token");
   if (pairs_.count(claimed)) return drop(g, str_cat("rank ", claimed, " is connected already"));
-  auto proof = auth::make_server_proof(secret_, purpose_for(rank_), g.hello.identity, g.hello.nonce);
+  auto proof = auth::make_server_proof(secret_, purpose_for(rank_, token->second), g.hello.identity, g.hello.nonce);
   try {
     net::send_all(g.fd.get(), &proof, sizeof(proof), Deadline::after_ms(kHandshakeSliceMs), g.from.to_string());
   } catch (const Error& e) {
@@ -211,15 +216,73 @@ Pair& TcpTransport::pair(int peer, const char* doing) {
   return *it->second;
 }
 
-RequestId TcpTransport::post_send(int peer, const void* data, size_t bytes, uint64_t tag) {
+RequestId TcpTransport::post_send(int peer, const Buffer& buffer, uint64_t tag) {
   RequestId id = next_request_++;
-  pair(peer, "sends to").post_send(id, data, bytes, tag);
+  pair(peer, "sends to").post_send(id, buffer.data, buffer.bytes, tag);
   return id;
 }
 
-RequestId TcpTransport::post_recv(int peer, void* data, size_t bytes, uint64_t tag) {
+RequestId TcpTransport::post_recv(int peer, const Buffer& buffer, uint64_t tag) {
   RequestId id = next_request_++;
-  pair(peer, "receives from").post_recv(id, data, bytes, tag);
+  pair(peer, "receives from").post_recv(id, buffer.data, buffer.bytes, tag);
+  return id;
+}
+
+const Registration* TcpTransport::register_memory(const void* data, size_t bytes, MemoryKind kind) {
+  if (kind != MemoryKind::kHost) return nullptr;
+  const Registration* r = registrations_.acquire(
+      data, bytes, kind, [](Registration& out, uint64_t id) { std::memcpy(out.handle.bytes.data(), &id, sizeof(id)); });
+  for (auto& [peer, p] : pairs_) p->serve(&TcpTransport::resolve, this);
+  serving_ = true;
+  return r;
+}
+
+void TcpTransport::deregister(const Registration* registration) { registrations_.release(registration); }
+
+char* TcpTransport::resolve(void* self, uint64_t registration, uint64_t offset, uint64_t bytes, std::string* why) {
+  const Registration* r = static_cast<TcpTransport*>(self)->registrations_.find(registration);
+  if (r == nullptr) {
+    *why = "no such registration here (deregistered, or never made)";
+    return nullptr;
+  }
+  if (offset > r->bytes || bytes > r->bytes - offset) {
+    *why = str_cat("out of its ", r->bytes, " bytes");
+    return nullptr;
+  }
+  return static_cast<char*>(const_cast<void*>(r->base)) + offset;
+}
+
+namespace {
+uint64_t registration_id(const RemoteMemory& remote) {
+  uint64_t id = 0;
+  std::memcpy(&id, remote.handle.bytes.data(), sizeof(id));
+  return id;
+}
+void check_bounds(int rank, int peer, const char* what, size_t bytes, size_t offset, const RemoteMemory& remote) {
+  if (offset > remote.bytes || bytes > remote.bytes - offset)
+    fail(Code::kInvalidArgument, "tcp: rank ", rank, " ", what, " ", bytes, " bytes at offset ", offset, " of rank ",
+         peer, "'s registration of ", remote.bytes, " bytes: out of bounds");
+}
+}  // namespace
+
+RequestId TcpTransport::post_put(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset,
+                                 const uint64_t* notify) {
+  check_bounds(rank_, peer, "puts", local.bytes, offset, remote);
+  RequestId id = next_request_++;
+  pair(peer, "puts to").post_put(id, local.data, local.bytes, registration_id(remote), offset, notify);
+  return id;
+}
+
+RequestId TcpTransport::post_get(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset) {
+  check_bounds(rank_, peer, "gets", local.bytes, offset, remote);
+  RequestId id = next_request_++;
+  pair(peer, "gets from").post_get(id, local.data, local.bytes, registration_id(remote), offset);
+  return id;
+}
+
+RequestId TcpTransport::post_notification(int peer, uint64_t* value) {
+  RequestId id = next_request_++;
+  pair(peer, "waits for a notification from").post_notification(id, value);
   return id;
 }
 

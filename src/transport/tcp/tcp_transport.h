@@ -1,9 +1,15 @@
 // The TCP transport: one listening socket per rank, one authenticated
 // connection per peer (the higher rank connects, the lower accepts), and one
 // epoll progress engine over all pairs, driven by the caller's poll().
+// Per pair, the acceptor hands the connector a fresh token through the
+// pair exchange, which its proof must cover: a connection is bound to this
+// communicator's pair, not only to the job. Puts and gets are emulated over
+// the pair's stream (pair.h): the peer serves them while it polls.
 #pragma once
 
+#include "base/auth.h"
 #include "base/socket.h"
+#include "transport/registration_cache.h"
 #include "transport/tcp/pair.h"
 #include "transport/transport.h"
 
@@ -22,17 +28,27 @@ class TcpTransport final : public Transport {
 
   const Capabilities& capabilities() const override { return caps_; }
   std::string local_address() const override;
-  void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
+  void connect(const std::vector<int>& peers, const std::vector<std::string>& addresses, PairExchange& pairs,
                const Deadline& deadline) override;
-  RequestId post_send(int peer, const void* data, size_t bytes, uint64_t tag) override;
-  RequestId post_recv(int peer, void* data, size_t bytes, uint64_t tag) override;
+  using Transport::post_recv;
+  using Transport::post_send;
+  RequestId post_send(int peer, const Buffer& buffer, uint64_t tag) override;
+  RequestId post_recv(int peer, const Buffer& buffer, uint64_t tag) override;
+  // Host memory only; the handle is the registration's id in the cache.
+  const Registration* register_memory(const void* data, size_t bytes, MemoryKind kind) override;
+  void deregister(const Registration* registration) override;
+  RequestId post_put(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset,
+                     const uint64_t* notify) override;
+  RequestId post_get(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset) override;
+  RequestId post_notification(int peer, uint64_t* value) override;
   void poll(std::vector<RequestId>& done, int timeout_ms) override;
   std::string pending_with(int peer) const override;
   void close(const Error* why) override;
   bool reaches(const std::string&) const override { return true; }
 
  private:
-  void connect_to_lower(int peer, const std::string& address, const Deadline& deadline);
+  void connect_to_lower(int peer, const std::string& address, const std::string& token, const Deadline& deadline);
+  static char* resolve(void* self, uint64_t registration, uint64_t offset, uint64_t bytes, std::string* why);
   // A connection accepted and greeted, whose proof of the secret is awaited.
   struct Greeted {
     net::Fd fd;
@@ -62,6 +78,9 @@ class TcpTransport final : public Transport {
   net::Fd listener_;
   net::Fd epoll_;
   std::map<int, std::unique_ptr<Pair>> pairs_;
+  std::map<int, std::string> tokens_;  // the token handed to each higher peer
+  RegistrationCache registrations_;
+  bool serving_ = false;                // memory is registered: pairs read puts and gets as they come
   std::vector<Greeted> greeted_;        // handshakes under way
   std::vector<std::string> addresses_;  // every rank's, from the last connect
   std::unordered_map<int, Pair*> by_fd_;

@@ -62,7 +62,7 @@
 #include "core/op_signature.h"
 #include "reduce/reduce.h"
 #include "reduce/stream.h"
-#include "transport/shm/region.h"
+#include "transport/registry.h"
 
 #include <algorithm>
 #include <cstring>
@@ -89,7 +89,7 @@ struct Offer {
 constexpr size_t kWindowBytes = 2 << 20;
 constexpr size_t kStagingBytes = kWindowBytes;
 
-using Access = transport::Transport::Access;
+using Access = transport::PeerAccess::Access;
 
 // A block that stays in L1 while all n inputs are reduced into it; a whole
 // number of elements of every datatype.
@@ -147,17 +147,17 @@ void Communicator::prepare_direct_access() {
 
 bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRecord& record) {
   const size_t bytes = job.count * reduce::datatype_size(job.dtype);
-  transport_->connect(others_, addresses_, deadline);
+  connect(others_, deadline);
   recorder_->set_algorithm(record, "direct_access");
 
   // 1. Offers.
   bool reach = true;
-  for (int r : others_) reach = reach && transport_->can_access(r);
+  for (int r : others_) reach = reach && transport_->peer_access()->can_access(r);
   Offer mine;
-  mine.direct = reach && bytes >= direct_bytes_ && transport_->handle_for(job.send, bytes, &mine.send) &&
-                transport_->handle_for(job.recv, bytes, &mine.recv);
+  mine.direct = reach && bytes >= direct_bytes_ && transport_->peer_access()->handle_for(job.send, bytes, &mine.send) &&
+                transport_->peer_access()->handle_for(job.recv, bytes, &mine.recv);
   mine.staged = reach && bytes >= staged_bytes_ && staging_ready() &&
-                transport_->handle_for(staging_, kStagingBytes, &mine.staging);
+                transport_->peer_access()->handle_for(staging_, kStagingBytes, &mine.staging);
   mine.signature = job.signature;
   mine.count = job.count;
   // An alltoall of the same offer to everyone: one round, where a ring
@@ -180,8 +180,8 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   if (!all_direct && all_staged) {
     std::vector<char*> staging(static_cast<size_t>(nranks_));
     for (int r : others_)
-      staging[static_cast<size_t>(r)] =
-          transport_->access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes, Access::kReadWrite);
+      staging[static_cast<size_t>(r)] = transport_->peer_access()->access(r, offers[static_cast<size_t>(r)].staging,
+                                                                          kStagingBytes, Access::kReadWrite);
     recorder_->set_algorithm(record, "direct_staged");
     staged_access(job, staging, deadline, record);
     return true;
@@ -197,9 +197,10 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   std::vector<Output> out(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     const Offer& o = offers[static_cast<size_t>(r)];
-    in[static_cast<size_t>(r)] =
-        r == rank_ ? static_cast<const char*>(job.send) : transport_->access(r, o.send, bytes, Access::kRead);
-    char* at = r == rank_ ? static_cast<char*>(job.recv) : transport_->access(r, o.recv, bytes, Access::kReadWrite);
+    in[static_cast<size_t>(r)] = r == rank_ ? static_cast<const char*>(job.send)
+                                            : transport_->peer_access()->access(r, o.send, bytes, Access::kRead);
+    char* at = r == rank_ ? static_cast<char*>(job.recv)
+                          : transport_->peer_access()->access(r, o.recv, bytes, Access::kReadWrite);
     out[static_cast<size_t>(r)] = Output{at, streaming && at != in[static_cast<size_t>(r)]};
   }
   reduce_slice(job, in, out, algo::line_span(job.count, reduce::datatype_size(job.dtype), nranks_, rank_));
@@ -274,7 +275,7 @@ void Communicator::staged_access(const Job& job, const std::vector<char*>& stagi
 bool Communicator::staging_ready() {
   if (staging_ != nullptr) return true;
   try {
-    staging_ = static_cast<char*>(transport::shm::allocate_region(kStagingBytes, "coll-staging"));
+    staging_ = static_cast<char*>(transport::allocate_shareable(kStagingBytes, "coll-staging"));
   } catch (const Error& e) {
     if (!staging_failed_)
       log::warn(log::kColl, "rank ", rank_, ": no staging for large allreduces on this node (", e.what(),
@@ -291,7 +292,7 @@ void Communicator::run_inside(std::vector<Job>& job, const void* send, void* rec
                               OpRecord& record) {
   job[0].send = send;
   job[0].recv = recv;
-  transport_->connect(job[0].plan->peers, addresses_, deadline);
+  connect(job[0].plan->peers, deadline);
   executor_.run(job, rank_, nranks_, seq_, counters_, *transport_, deadline, *recorder_, record);
 }
 

@@ -50,8 +50,8 @@ bool Communicator::may_run_oneshot(const OpRequest& op) const {
 // transport: looks first, then waits that read the clock, each bounded by
 // the deadline and its cancellation (coll_comm_abort).
 void Communicator::wait_for_block(int r, uint32_t round, uint64_t tag, const Deadline& deadline, OpRecord& record) {
-  for (int looks = 0; !transport_->board_wait(r, round, tag, looks < kLooksBeforeWait ? 0 : deadline.remaining_ms(100));
-       ++looks) {
+  for (int looks = 0;
+       !transport_->board()->wait(r, round, tag, looks < kLooksBeforeWait ? 0 : deadline.remaining_ms(100)); ++looks) {
     if (looks < kLooksBeforeWait) continue;
     if (deadline.cancelled())
       fail(Code::kInvalidUsage, "rank ", rank_, ": allreduce #", seq_, " (oneshot) was aborted (coll_comm_abort)");
@@ -65,10 +65,10 @@ void Communicator::wait_for_block(int r, uint32_t round, uint64_t tag, const Dea
 void Communicator::oneshot(const Job& job, const Deadline& deadline, OpRecord& record) {
   const uint64_t tag = make_tag(job.signature, 0);
   const size_t bytes = job.count * reduce::datatype_size(job.dtype);
-  const uint32_t round = transport_->board_post({tag, job.count, job.send}, bytes);
+  const uint32_t round = transport_->board()->post({tag, job.count, job.send}, bytes);
   for (int r : others_) {
     wait_for_block(r, round, tag, deadline, record);
-    const transport::Transport::BoardBlock theirs = transport_->board_block(r, round);
+    const transport::Board::Block theirs = transport_->board()->block(r, round);
     if (theirs.tag != tag)
       fail(Code::kInvalidUsage, "rank ", rank_, ": rank ", r,
            " called a different operation: ", describe_mismatch(tag, theirs.tag));
@@ -87,7 +87,7 @@ void Communicator::oneshot(const Job& job, const Deadline& deadline, OpRecord& r
     std::memcpy(own_copy_.data(), job.send, bytes);
     own = own_copy_.data();
   }
-  auto block = [&](int r) { return r == rank_ ? own : transport_->board_block(r, round).data; };
+  auto block = [&](int r) { return r == rank_ ? own : transport_->board()->block(r, round).data; };
   reduce::reduce(job.dtype, job.op, job.recv, block(0), block(1), job.count);
   for (int r = 2; r < nranks_; ++r) reduce::reduce(job.dtype, job.op, job.recv, job.recv, block(r), job.count);
   if (job.op == COLL_AVG) reduce::divide(job.dtype, job.recv, job.count, nranks_);

@@ -1,0 +1,35 @@
+// Per-pair connection data through the job's bootstrap store: rank a's
+// blob for rank b under "<prefix>pair/a>b". Transports publish and fetch
+// through it while they connect (transport.h, PairExchange).
+#pragma once
+
+#include "base/deadline.h"
+#include "base/error.h"
+#include "bootstrap/store_client.h"
+#include "transport/transport.h"
+
+#include <string>
+
+namespace coll {
+
+class StorePairExchange final : public transport::PairExchange {
+ public:
+  StorePairExchange(bootstrap::StoreClient& store, std::string prefix, int rank, int64_t timeout_ms)
+      : store_(store), prefix_(std::move(prefix)), rank_(rank), timeout_ms_(timeout_ms) {}
+
+  void publish(int peer, const std::string& blob) override {
+    store_.set(str_cat(prefix_, "pair/", rank_, ">", peer), blob, Deadline::after_ms(timeout_ms_));
+  }
+  std::string fetch(int peer, const Deadline& deadline) override {
+    return store_.get(str_cat(prefix_, "pair/", peer, ">", rank_), deadline,
+                      str_cat("rank ", peer, "'s connection data for the pair with rank ", rank_));
+  }
+
+ private:
+  bootstrap::StoreClient& store_;
+  std::string prefix_;
+  int rank_;
+  int64_t timeout_ms_;
+};
+
+}  // namespace coll
