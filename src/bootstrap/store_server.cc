@@ -21,19 +21,6 @@ namespace {
 
 constexpr int kHandshakeTimeoutMs = 10000;
 
-struct Conn {
-  net::Fd fd;
-  std::string peer;
-  bool authenticated = false;
-  uint32_t identity = kStoreClientIdentity;  // a rank's first communicator: its rank
-  bool said_bye = false;
-  auth::Nonce nonce{};
-  std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
-  std::string in;
-  std::string out;
-  std::string waiting_key;  // a GET held until the key exists
-};
-
 std::string reply(uint32_t status, const std::string& value) {
   StoreReplyHeader h{status, 0, value.size()};
   return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + value;
@@ -48,7 +35,39 @@ std::vector<StoreServer*>& registry() {
   return *r;
 }
 
+// Reads what the socket holds into `in`. True: the peer closed (or the
+// socket failed); what came before the close is still in `in`.
+bool receive(int fd, std::string& in) {
+  char buf[65536];
+  for (;;) {
+    ssize_t r = ::recv(fd, buf, sizeof(buf), 0);
+    if (r > 0) {
+      in.append(buf, static_cast<size_t>(r));
+      // Enough for the largest request: parse it before reading more, so
+      // that a client cannot make the store buffer without bound.
+      if (in.size() > kMaxValueBytes + kMaxKeyBytes + 64) return false;
+    } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+      return true;
+    } else if (errno == EAGAIN) {
+      return false;
+    }
+  }
+}
+
 }  // namespace
+
+struct StoreServer::Conn {
+  net::Fd fd;
+  std::string peer;
+  bool authenticated = false;
+  uint32_t identity = kStoreClientIdentity;  // a rank's first communicator: its rank
+  bool said_bye = false;
+  auth::Nonce nonce{};
+  std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
+  std::string in;
+  std::string out;
+  std::string waiting_key;  // a GET held until the key exists
+};
 
 StoreServer::StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secret& secret)
     : listener_(std::move(listener)), bound_(bound), secret_(secret) {}
@@ -71,209 +90,268 @@ StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound,
 }
 
 void StoreServer::run() {
-  int ep = epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) {
-    log::warn(log::kBoot, "bootstrap store: epoll_create1 failed: ", std::strerror(errno));
+  if (!open_epoll()) {
     finished_ = true;
     return;
+  }
+  std::vector<epoll_event> events(64);
+  // Until every rank said goodbye, or died: a dead rank must not keep the
+  // store (its thread, socket and connections) alive in the survivors.
+  // The timeout bounds how late stop() and a stale handshake are noticed.
+  while (!stopping_ && !every_rank_done()) {
+    int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), 500);
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.fd == listener_.get())
+        accept_connections();
+      else
+        serve_connection(events[i].data.fd, events[i].events);
+    }
+    drop_silent_strangers();
+  }
+  shut_down();
+  finished_ = true;
+}
+
+bool StoreServer::open_epoll() {
+  epoll_ = net::Fd(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_.valid()) {
+    log::warn(log::kBoot, "bootstrap store: epoll_create1 failed: ", std::strerror(errno));
+    return false;
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = listener_.get();
-  epoll_ctl(ep, EPOLL_CTL_ADD, listener_.get(), &ev);
+  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_.get(), &ev);
+  return true;
+}
 
-  std::map<int, std::unique_ptr<Conn>> conns;
-  std::map<std::string, std::string> data;
-  int byes = 0;
-  int gone = 0;  // ranks whose first communicator left without a goodbye: they died
-  int expected_byes = -1;
+// The job's size is known only from the first goodbye (it carries it), so
+// before any goodbye the store is never done.
+bool StoreServer::every_rank_done() const { return expected_byes_ > 0 && byes_ + gone_ >= expected_byes_; }
 
-  auto close_conn = [&](int fd, const std::string& why) {
-    auto it = conns.find(fd);
-    if (it == conns.end()) return;
-    if (!why.empty()) log::warn(log::kBoot, "bootstrap store: closing connection from ", it->second->peer, ": ", why);
-    const Conn& c = *it->second;
-    if (c.authenticated && c.identity != kStoreClientIdentity && !c.said_bye) {
-      ++gone;
-      log::info(log::kBoot, "bootstrap store: rank ", c.identity, " left without a goodbye (did it die?)");
-    }
-    epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
-    conns.erase(it);
-  };
-  auto want_write = [&](Conn& c) {
-    epoll_event e{};
-    e.events = EPOLLIN | (c.out.empty() ? 0u : static_cast<unsigned>(EPOLLOUT));
-    e.data.fd = c.fd.get();
-    epoll_ctl(ep, EPOLL_CTL_MOD, c.fd.get(), &e);
-  };
-  auto flush = [&](Conn& c) -> bool {
-    while (!c.out.empty()) {
-      ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
-      if (n > 0)
-        c.out.erase(0, static_cast<size_t>(n));
-      else if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        break;
-      else
-        return false;
-    }
-    want_write(c);
-    return true;
-  };
-  auto serve_waiters = [&](const std::string& key) {
-    for (auto& [fd, c] : conns) {
-      if (c->waiting_key == key) {
-        c->waiting_key.clear();
-        c->out += reply(0, data[key]);
-        flush(*c);
-      }
-    }
-  };
-
-  // Parses as many complete frames as `c.in` holds. False: drop the connection.
-  auto process = [&](Conn& c, std::string* why) -> bool {
-    if (!c.authenticated) {
-      if (c.in.size() < sizeof(auth::ClientHello)) return true;
-      auth::ClientHello hello;
-      std::memcpy(&hello, c.in.data(), sizeof(hello));
-      c.in.erase(0, sizeof(hello));
-      if (!auth::check_client_hello(hello, secret_, kStorePurpose, c.nonce)) {
-        *why = "it failed to prove it knows the job secret";
-        return false;
-      }
-      auto proof = auth::make_server_proof(secret_, kStorePurpose, hello.identity, hello.nonce);
-      c.out.append(reinterpret_cast<const char*>(&proof), sizeof(proof));
-      c.authenticated = true;
-      c.identity = hello.identity;
-    }
-    StoreRequest request;
-    while (c.waiting_key.empty()) {
-      const Parse parsed = take_request(c.in, &request, why);
-      if (parsed == Parse::kBad) return false;
-      if (parsed == Parse::kNeedMore) break;
-      const std::string& key = request.key;
-      const std::string& value = request.value;
-      switch (request.op) {
-        case StoreOp::kSet:
-          data[key] = value;
-          c.out += reply(0, "");
-          serve_waiters(key);
-          break;
-        case StoreOp::kGet:
-          if (data.count(key))
-            c.out += reply(0, data[key]);
-          else
-            c.waiting_key = key;
-          break;
-        case StoreOp::kAdd: {
-          int64_t delta, sum = 0;
-          std::memcpy(&delta, value.data(), sizeof(delta));
-          if (data.count(key) && data[key].size() == sizeof(sum)) std::memcpy(&sum, data[key].data(), sizeof(sum));
-          sum += delta;
-          data[key].assign(reinterpret_cast<const char*>(&sum), sizeof(sum));
-          c.out += reply(0, data[key]);
-          serve_waiters(key);
-          break;
-        }
-        case StoreOp::kBye: {
-          int32_t nranks = 0;
-          if (value.size() == sizeof(nranks)) std::memcpy(&nranks, value.data(), sizeof(nranks));
-          expected_byes = nranks;
-          ++byes;
-          c.said_bye = true;
-          c.out += reply(0, "");
-          break;
-        }
-      }
-    }
-    return true;
-  };
-
-  std::vector<epoll_event> events(64);
-  // Until every rank said goodbye, or died: a dead rank must not keep the
-  // store (its thread, socket and connections) alive in the survivors.
-  while (!stopping_ && !(expected_byes > 0 && byes + gone >= expected_byes)) {
-    int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 500);
-    for (int i = 0; i < n; ++i) {
-      int fd = events[i].data.fd;
-      if (fd == listener_.get()) {
-        for (;;) {
-          sockaddr_storage ss{};
-          socklen_t len = sizeof(ss);
-          int cfd = accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (cfd < 0) break;
-          auto c = std::make_unique<Conn>();
-          c->fd = net::Fd(cfd);
-          net::SockAddr peer;
-          peer.storage = ss;
-          peer.length = len;
-          c->peer = peer.to_string();
-          c->nonce = auth::random_nonce();
-          auto hello = auth::make_server_hello(c->nonce);
-          c->out.append(reinterpret_cast<const char*>(&hello), sizeof(hello));
-          epoll_event e{};
-          e.events = EPOLLIN;
-          e.data.fd = cfd;
-          epoll_ctl(ep, EPOLL_CTL_ADD, cfd, &e);
-          Conn& ref = *c;
-          conns[cfd] = std::move(c);
-          if (!flush(ref)) close_conn(cfd, "");
-        }
-        continue;
-      }
-      auto it = conns.find(fd);
-      if (it == conns.end()) continue;
-      Conn& c = *it->second;
-      if (events[i].events & EPOLLOUT) {
-        if (!flush(c)) {
-          close_conn(fd, "");
-          continue;
-        }
-      }
-      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-        char buf[65536];
-        bool closed = false;
-        for (;;) {
-          ssize_t r = ::recv(fd, buf, sizeof(buf), 0);
-          if (r > 0) {
-            c.in.append(buf, static_cast<size_t>(r));
-            if (c.in.size() > kMaxValueBytes + kMaxKeyBytes + 64) break;  // parse before reading more
-          } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-            closed = true;
-            break;
-          } else if (errno == EAGAIN) {
-            break;
-          }
-        }
-        std::string why;
-        if (!process(c, &why)) {
-          close_conn(fd, why);
-          continue;
-        }
-        if (closed) {
-          // One that leaves mid-handshake is a stranger or a port scan: say
-          // so once. One that leaves without a byte is most likely
-          // coll_comm_shrink probing whether this host is alive: not a warning.
-          if (!c.authenticated && c.in.empty())
-            log::info(log::kBoot, "bootstrap store: ", c.peer, " connected and left without a word (a probe)");
-          close_conn(fd, c.authenticated || c.in.empty() ? "" : "closed before authenticating");
-          continue;
-        }
-        if (!flush(c)) close_conn(fd, "");
-      }
-    }
-    // Silent strangers must not hold a slot forever.
-    auto now = std::chrono::steady_clock::now();
-    std::vector<int> stale;
-    for (auto& [fd, c] : conns)
-      if (!c->authenticated && now - c->opened > std::chrono::milliseconds(kHandshakeTimeoutMs)) stale.push_back(fd);
-    for (int fd : stale) close_conn(fd, "no handshake within 10 s");
+void StoreServer::accept_connections() {
+  for (;;) {  // the listener is non-blocking: take every pending connection
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    int cfd = accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (cfd < 0) return;
+    net::SockAddr peer;
+    peer.storage = ss;
+    peer.length = len;
+    add_connection(net::Fd(cfd), peer);
   }
-  log::info(log::kBoot, "bootstrap store on ", bound_.to_string(), " finished (", byes, " ranks said bye, ", gone,
+}
+
+// The server speaks first: its hello carries the nonce that the client must
+// answer with proof that it knows the job secret.
+void StoreServer::add_connection(net::Fd fd, const net::SockAddr& peer) {
+  const int cfd = fd.get();
+  auto c = std::make_unique<Conn>();
+  c->fd = std::move(fd);
+  c->peer = peer.to_string();
+  c->nonce = auth::random_nonce();
+  auto hello = auth::make_server_hello(c->nonce);
+  c->out.append(reinterpret_cast<const char*>(&hello), sizeof(hello));
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.fd = cfd;
+  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, cfd, &e);
+  Conn& ref = *c;
+  conns_[cfd] = std::move(c);
+  if (!flush(ref)) close_conn(cfd, "");
+}
+
+void StoreServer::serve_connection(int fd, uint32_t events) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;  // closed by an earlier event of this batch
+  Conn& c = *it->second;
+  if ((events & EPOLLOUT) && !flush(c)) {
+    close_conn(fd, "");
+    return;
+  }
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) serve_input(c);
+}
+
+// Serves what arrived before closing a connection whose peer has gone: a
+// set or a goodbye sent just before the close still takes effect.
+void StoreServer::serve_input(Conn& c) {
+  const int fd = c.fd.get();
+  const bool closed = receive(fd, c.in);
+  std::string why;
+  if (!process(c, &why)) {
+    close_conn(fd, why);
+    return;
+  }
+  if (closed) {
+    close_departed(c);
+    return;
+  }
+  if (!flush(c)) close_conn(fd, "");
+}
+
+// Parses as many complete frames as `c.in` holds. False: drop the connection.
+bool StoreServer::process(Conn& c, std::string* why) {
+  if (!c.authenticated) {
+    if (c.in.size() < sizeof(auth::ClientHello)) return true;  // the rest of the hello is still on its way
+    if (!authenticate(c, why)) return false;
+  }
+  StoreRequest request;
+  // A held GET stops the parsing: the connection's later requests wait
+  // behind it, so that its replies come in the order of its requests.
+  while (c.waiting_key.empty()) {
+    const Parse parsed = take_request(c.in, &request, why);
+    if (parsed == Parse::kBad) return false;
+    if (parsed == Parse::kNeedMore) break;
+    apply(c, request);
+  }
+  return true;
+}
+
+// Takes the client's hello off `c.in`; if it proves the job secret, queues
+// the server's own proof, so that the client knows it reached this job's store.
+bool StoreServer::authenticate(Conn& c, std::string* why) {
+  auth::ClientHello hello;
+  std::memcpy(&hello, c.in.data(), sizeof(hello));
+  c.in.erase(0, sizeof(hello));
+  if (!auth::check_client_hello(hello, secret_, kStorePurpose, c.nonce)) {
+    *why = "it failed to prove it knows the job secret";
+    return false;
+  }
+  auto proof = auth::make_server_proof(secret_, kStorePurpose, hello.identity, hello.nonce);
+  c.out.append(reinterpret_cast<const char*>(&proof), sizeof(proof));
+  c.authenticated = true;
+  c.identity = hello.identity;
+  return true;
+}
+
+void StoreServer::apply(Conn& c, const StoreRequest& request) {
+  switch (request.op) {
+    case StoreOp::kSet:
+      on_set(c, request.key, request.value);
+      break;
+    case StoreOp::kGet:
+      on_get(c, request.key);
+      break;
+    case StoreOp::kAdd:
+      on_add(c, request.key, request.value);
+      break;
+    case StoreOp::kBye:
+      on_bye(c, request.value);
+      break;
+  }
+}
+
+void StoreServer::on_set(Conn& c, const std::string& key, const std::string& value) {
+  data_[key] = value;
+  c.out += reply(0, "");
+  serve_waiters(key);
+}
+
+// A key that does not exist yet is waited for, not refused: ranks read what
+// others have not written yet, and the store is where they meet.
+void StoreServer::on_get(Conn& c, const std::string& key) {
+  if (data_.count(key))
+    c.out += reply(0, data_[key]);
+  else
+    c.waiting_key = key;
+}
+
+// The counter is 8 bytes in host order; a key that holds anything else
+// (or nothing) counts from 0, so that the first add needs no set before it.
+void StoreServer::on_add(Conn& c, const std::string& key, const std::string& value) {
+  int64_t delta, sum = 0;
+  std::memcpy(&delta, value.data(), sizeof(delta));
+  if (data_.count(key) && data_[key].size() == sizeof(sum)) std::memcpy(&sum, data_[key].data(), sizeof(sum));
+  sum += delta;
+  data_[key].assign(reinterpret_cast<const char*>(&sum), sizeof(sum));
+  c.out += reply(0, data_[key]);
+  serve_waiters(key);
+}
+
+// A goodbye carries the job's size: the store learns how many to expect.
+void StoreServer::on_bye(Conn& c, const std::string& value) {
+  int32_t nranks = 0;
+  if (value.size() == sizeof(nranks)) std::memcpy(&nranks, value.data(), sizeof(nranks));
+  expected_byes_ = nranks;
+  ++byes_;
+  c.said_bye = true;
+  c.out += reply(0, "");
+}
+
+void StoreServer::serve_waiters(const std::string& key) {
+  for (auto& [fd, c] : conns_) {
+    if (c->waiting_key == key) {
+      c->waiting_key.clear();
+      c->out += reply(0, data_[key]);
+      flush(*c);
+    }
+  }
+}
+
+// Sends what the socket takes now; the rest waits for EPOLLOUT. False: the
+// connection is broken.
+bool StoreServer::flush(Conn& c) {
+  while (!c.out.empty()) {
+    ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    if (n > 0)
+      c.out.erase(0, static_cast<size_t>(n));
+    else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+      break;
+    else
+      return false;
+  }
+  watch_writes(c);
+  return true;
+}
+
+// EPOLLOUT only while something waits to be sent: a writable socket would
+// otherwise wake the loop all the time.
+void StoreServer::watch_writes(const Conn& c) {
+  epoll_event e{};
+  e.events = EPOLLIN | (c.out.empty() ? 0u : static_cast<unsigned>(EPOLLOUT));
+  e.data.fd = c.fd.get();
+  epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &e);
+}
+
+// One that leaves mid-handshake is a stranger or a port scan: say so once.
+// One that leaves without a byte is most likely coll_comm_shrink probing
+// whether this host is alive: not a warning.
+void StoreServer::close_departed(Conn& c) {
+  if (!c.authenticated && c.in.empty())
+    log::info(log::kBoot, "bootstrap store: ", c.peer, " connected and left without a word (a probe)");
+  close_conn(c.fd.get(), c.authenticated || c.in.empty() ? "" : "closed before authenticating");
+}
+
+// An empty `why` closes quietly (the peer went away; nothing it did wrong).
+void StoreServer::close_conn(int fd, const std::string& why) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  if (!why.empty()) log::warn(log::kBoot, "bootstrap store: closing connection from ", it->second->peer, ": ", why);
+  const Conn& c = *it->second;
+  if (c.authenticated && c.identity != kStoreClientIdentity && !c.said_bye) {
+    ++gone_;
+    log::info(log::kBoot, "bootstrap store: rank ", c.identity, " left without a goodbye (did it die?)");
+  }
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  conns_.erase(it);
+}
+
+// Silent strangers must not hold a slot forever.
+void StoreServer::drop_silent_strangers() {
+  auto now = std::chrono::steady_clock::now();
+  std::vector<int> stale;
+  for (auto& [fd, c] : conns_)
+    if (!c->authenticated && now - c->opened > std::chrono::milliseconds(kHandshakeTimeoutMs)) stale.push_back(fd);
+  for (int fd : stale) close_conn(fd, "no handshake within 10 s");
+}
+
+void StoreServer::shut_down() {
+  log::info(log::kBoot, "bootstrap store on ", bound_.to_string(), " finished (", byes_, " ranks said bye, ", gone_,
             " left without)");
-  conns.clear();
-  ::close(ep);
+  conns_.clear();
+  data_.clear();
+  epoll_.reset();
   listener_.reset();
-  finished_ = true;
 }
 
 }  // namespace coll::bootstrap

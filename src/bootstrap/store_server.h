@@ -13,9 +13,14 @@
 #include "base/socket.h"
 
 #include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 
 namespace coll::bootstrap {
+
+struct StoreRequest;
 
 class StoreServer {
  public:
@@ -31,14 +36,46 @@ class StoreServer {
   bool finished() const { return finished_; }
 
  private:
+  struct Conn;  // one client's connection and its buffers (store_server.cc)
+
   StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secret& secret);
+
+  // The serving thread, in the order it takes its steps.
   void run();
+  bool open_epoll();
+  bool every_rank_done() const;
+  void accept_connections();
+  void add_connection(net::Fd fd, const net::SockAddr& peer);
+  void serve_connection(int fd, uint32_t events);
+  void serve_input(Conn& c);
+  bool process(Conn& c, std::string* why);
+  bool authenticate(Conn& c, std::string* why);
+  void apply(Conn& c, const StoreRequest& request);
+  void on_set(Conn& c, const std::string& key, const std::string& value);
+  void on_get(Conn& c, const std::string& key);
+  void on_add(Conn& c, const std::string& key, const std::string& value);
+  void on_bye(Conn& c, const std::string& value);
+  void serve_waiters(const std::string& key);
+  bool flush(Conn& c);
+  void watch_writes(const Conn& c);
+  void close_departed(Conn& c);
+  void close_conn(int fd, const std::string& why);
+  void drop_silent_strangers();
+  void shut_down();
 
   net::Fd listener_;
   net::SockAddr bound_;
   auth::Secret secret_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> finished_{false};
+
+  // Touched by the serving thread alone.
+  net::Fd epoll_;
+  std::map<int, std::unique_ptr<Conn>> conns_;  // by descriptor
+  std::map<std::string, std::string> data_;
+  int byes_ = 0;
+  int gone_ = 0;            // ranks whose first communicator left without a goodbye: they died
+  int expected_byes_ = -1;  // the job's size, once a rank said goodbye
 };
 
 }  // namespace coll::bootstrap

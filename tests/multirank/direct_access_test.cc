@@ -32,17 +32,14 @@ TEST_P(DirectAccess, ExactForEveryTypeOpAndCount) {
                               {"COLL_SHM_MAPPED", "1"},
                               {"COLL_SHM_DIRECT_BYTES", "0"},
                               {"COLL_SHM_STREAM_BYTES", std::get<1>(GetParam())}}};
-  run_ranks(
+  run_ranks_with_comm(
       nranks,
-      [&](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [&](coll_comm_t comm, int rank, int n) {
         ASSERT_EQ(coll_mem_mappings("rw"), 0);
         bool ok = allreduce_matrix(comm, rank, n, kDirectTypes, kDirectOps, kDirectCounts, kDirectLarge);
         // Every buffer above is freed again: what is mapped writable now is
         // peers' memory this rank wrote into.
         if (ok) EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << " wrote into no peer's buffer";
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       options);
 }
@@ -54,18 +51,15 @@ INSTANTIATE_TEST_SUITE_P(Ranks, DirectAccess, ranks_and_streaming(), ranks_strea
 // Then all buffers are shared again, and the direct path runs.
 TEST(DirectAccess, OnePrivateBufferSendsEveryRankToThePlan) {
   RankOptions options{.env = {{"COLL_SHM_MAPPED", "1"}}};
-  run_ranks(
+  run_ranks_with_comm(
       3,
-      [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [](coll_comm_t comm, int rank, int n) {
         for (bool in_place : {false, true})
           EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, in_place,
                                      rank != 1 ? Memory::kShared : Memory::kPrivateInput));
         EXPECT_EQ(coll_mem_mappings("rw"), 0) << "rank " << rank << " wrote into a peer's buffer";
         EXPECT_TRUE(allreduce_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, false, Memory::kShared));
         EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << " did not take the direct path";
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       options);
 }
@@ -79,11 +73,9 @@ class DirectForms : public ::testing::TestWithParam<DirectForm> {};
 TEST_P(DirectForms, DifferentCallsAreAnErrorOnEveryRank) {
   const DirectForm& form = GetParam();
   for (const bool differ_in_count : {true, false}) {
-    run_ranks(
+    run_ranks_with_comm(
         3,
-        [&](int rank, int n, const coll_unique_id_t& id) {
-          coll_comm_t comm = init_or_die(rank, n, id);
-          ASSERT_NE(comm, nullptr);
+        [&](coll_comm_t comm, int rank, int) {
           // 65536 and 131072 share the low 16 bits, all a signature keeps of a count.
           const size_t count = differ_in_count && rank == 2 ? 131072 : 65536;
           const coll_redop_t op = !differ_in_count && rank == 2 ? COLL_MAX : COLL_SUM;
@@ -96,9 +88,8 @@ TEST_P(DirectForms, DifferentCallsAreAnErrorOnEveryRank) {
                     std::string::npos)
               << "rank " << rank << ": " << why;
           EXPECT_EQ(mapped_by_form(form), before) << "rank " << rank << ": a peer's memory was mapped";
-          coll_comm_destroy(comm);
         },
-        RankOptions{.env = form.env});
+        RankOptions{.env = form.env}, Destroy::kAnyResult);
   }
 }
 
@@ -107,11 +98,9 @@ TEST_P(DirectForms, DifferentCallsAreAnErrorOnEveryRank) {
 // compile and the worker's run share no state; make tsan runs this).
 TEST_P(DirectForms, NonBlockingOnesRunOnTheWorker) {
   const DirectForm& form = GetParam();
-  run_ranks(
+  run_ranks_with_comm(
       2,
-      [&](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [&](coll_comm_t comm, int rank, int n) {
         constexpr int kOps = 6;
         constexpr size_t kCount = 65537;
         std::vector<std::unique_ptr<Buffer>> bufs;
@@ -136,7 +125,6 @@ TEST_P(DirectForms, NonBlockingOnesRunOnTheWorker) {
         }
         EXPECT_GT(mapped_by_form(form), before) << "rank " << rank << " mapped no peer's memory";
         bufs.clear();
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       RankOptions{.env = form.env});
 }
@@ -149,11 +137,9 @@ INSTANTIATE_TEST_SUITE_P(Forms, DirectForms, ::testing::Values(kRegisteredForm, 
 TEST(DirectAccess, SmallOrNamedAlgorithmRunsThePlan) {
   for (const char* algo : {"", "ring"}) {
     RankOptions options{.env = {{"COLL_SHM_MAPPED", "1"}, {"COLL_SHM_DIRECT_BYTES", "64K"}, {"COLL_ALGO", algo}}};
-    run_ranks(
+    run_ranks_with_comm(
         2,
-        [&](int rank, int n, const coll_unique_id_t& id) {
-          coll_comm_t comm = init_or_die(rank, n, id);
-          ASSERT_NE(comm, nullptr);
+        [&](coll_comm_t comm, int rank, int n) {
           EXPECT_TRUE(
               allreduce_case(comm, rank, n, COLL_INT32, COLL_SUM, 16383, false, Memory::kShared));  // 64 KiB - 4
           EXPECT_EQ(coll_mem_mappings("rw"), 0) << "rank " << rank << ": below the threshold";
@@ -162,7 +148,6 @@ TEST(DirectAccess, SmallOrNamedAlgorithmRunsThePlan) {
             EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << ": at the threshold";
           else
             EXPECT_EQ(coll_mem_mappings("rw"), 0) << "rank " << rank << ": COLL_ALGO=" << algo;
-          EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
         },
         options);
   }

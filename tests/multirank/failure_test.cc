@@ -78,11 +78,9 @@ TEST(Abort, FromAnotherThreadEndsTheWaitWithin100Ms) {
   for (const char* transports : {"tcp", "shm"}) {
     SCOPED_TRACE(transports);
     Handshake aborted;
-    run_ranks(
+    run_ranks_with_comm(
         2,
-        [&aborted](int rank, int n, const coll_unique_id_t& id) {
-          coll_comm_t comm = init_or_die(rank, n, id);
-          ASSERT_NE(comm, nullptr);
+        [&aborted](coll_comm_t comm, int rank, int) {
           std::vector<float> v(1 << 16, 1.0f);
           ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
           if (rank == 0) {
@@ -120,29 +118,26 @@ TEST(Abort, FromAnotherThreadEndsTheWaitWithin100Ms) {
             EXPECT_EQ(coll_comm_get_async_error(comm, &async), COLL_SUCCESS);
             EXPECT_EQ(async, COLL_REMOTE_ERROR);
           }
-          coll_comm_destroy(comm);
         },
-        RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "60000"}, {"COLL_TRANSPORTS", transports}}});
+        RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "60000"}, {"COLL_TRANSPORTS", transports}}},
+        Destroy::kAnyResult);
   }
 }
 
 // Queued non-blocking operations end too, and a watchdog thread sees the
 // asynchronous error without waiting.
 TEST(AsyncError, AWatchdogSeesTheFirstFailure) {
-  run_ranks(
+  run_ranks_with_comm(
       2,
-      [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [](coll_comm_t comm, int rank, int) {
         coll_result_t async = COLL_INTERNAL_ERROR;
         EXPECT_EQ(coll_comm_get_async_error(comm, &async), COLL_SUCCESS);
         EXPECT_EQ(async, COLL_SUCCESS);
         EXPECT_EQ(coll_comm_get_async_error(comm, nullptr), COLL_INVALID_ARGUMENT);
         float x = 1, y = 2;
-        if (rank == 1) {  // leaves without a word: rank 0's queued operations fail
-          coll_comm_destroy(comm);
-          return;
-        }
+        // Rank 1 leaves without a word (its communicator is destroyed once
+        // the body returns): rank 0's queued operations fail.
+        if (rank == 1) return;
         coll_request_t a = nullptr, b = nullptr;
         ASSERT_EQ(coll_allreduce_async(&x, &x, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr, &a), COLL_SUCCESS);
         ASSERT_EQ(coll_allreduce_async(&y, &y, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr, &b), COLL_SUCCESS);
@@ -154,9 +149,8 @@ TEST(AsyncError, AWatchdogSeesTheFirstFailure) {
         EXPECT_NE(last_error(comm).find("rank 1"), std::string::npos) << last_error(comm);
         EXPECT_EQ(coll_wait(a), COLL_REMOTE_ERROR);
         EXPECT_EQ(coll_wait(b), COLL_INVALID_USAGE);  // refused: the first one failed
-        coll_comm_destroy(comm);
       },
-      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "60000"}}}, Destroy::kAnyResult);
 }
 
 // Rank 3 dies before the fifth allreduce. Its neighbours find it gone; the
@@ -170,11 +164,9 @@ TEST_P(DeadRank, EveryRankLearnsWhoDiedAndWhere) {
   const std::string transports = GetParam() == "mixed" ? "shm,tcp" : GetParam();
   for (const char* algorithm : {"ring", "tree", "recursive_doubling"}) {
     SCOPED_TRACE(algorithm);
-    run_ranks(
+    run_ranks_with_comm(
         5,
-        [&](int rank, int n, const coll_unique_id_t& id) {
-          coll_comm_t comm = init_or_die(rank, n, id);
-          ASSERT_NE(comm, nullptr);
+        [&](coll_comm_t comm, int rank, int) {
           std::vector<float> v(4096, 1.0f);
           coll_result_t r = COLL_SUCCESS;
           Clock::time_point start{};
@@ -193,12 +185,12 @@ TEST_P(DeadRank, EveryRankLearnsWhoDiedAndWhere) {
           coll_comm_get_async_error(comm, &async);
           EXPECT_EQ(async, COLL_REMOTE_ERROR);
           if (rank == 0) std::printf("rank 0 after %.0f ms: %s\n", ms, message.c_str());
-          coll_comm_destroy(comm);
         },
         RankOptions{.limit_s = 60,
                     .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", transports}, {"COLL_ALGO", algorithm}},
                     .killed_rank = 3,
-                    .hosts = GetParam() == "mixed" ? 2 : 0});
+                    .hosts = GetParam() == "mixed" ? 2 : 0},
+        Destroy::kAnyResult);
   }
 }
 
@@ -218,11 +210,9 @@ TEST_P(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
   char dir_template[] = "/tmp/coll-fr-test.XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
-  run_ranks(
+  run_ranks_with_comm(
       3,
-      [&](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [&](coll_comm_t comm, int rank, int) {
         std::vector<float> v(1000, 1.0f);
         for (int i = 0; i < 2; ++i)
           ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
@@ -235,12 +225,12 @@ TEST_P(FlightRecorder, ColldiagNamesTheRankThatIsBehind) {
           EXPECT_TRUE(r == COLL_TIMEOUT || r == COLL_REMOTE_ERROR) << last_error(comm);
           failed.arrive();
         }
-        coll_comm_destroy(comm);
       },
       RankOptions{.limit_s = 60,
                   .env = {{"COLL_TIMEOUT_MS", "3000"},  // it bounds init too
                           {"COLL_FLIGHT_RECORDER_DIR", dir},
-                          {"COLL_SHM_ONESHOT_BYTES", oneshot ? "4072" : "0"}}});
+                          {"COLL_SHM_ONESHOT_BYTES", oneshot ? "4072" : "0"}}},
+      Destroy::kAnyResult);
   std::string out;
   FILE* p = popen((std::string(COLL_COLLDIAG) + " " + dir + " 2>&1").c_str(), "r");
   ASSERT_NE(p, nullptr);
@@ -307,11 +297,9 @@ TEST_P(Disagree, EveryRankNamesTheDifference) {
   };
   for (const Disagreement& c : cases) {
     SCOPED_TRACE(c.name);
-    run_ranks(
+    run_ranks_with_comm(
         3,
-        [&](int rank, int n, const coll_unique_id_t& id) {
-          coll_comm_t comm = init_or_die(rank, n, id);
-          ASSERT_NE(comm, nullptr);
+        [&](coll_comm_t comm, int rank, int) {
           std::vector<float> v(1000, 1.0f);
           coll_result_t r = c.call(rank, comm, v);
           if (r == COLL_SUCCESS) r = coll_barrier(comm);
@@ -324,9 +312,9 @@ TEST_P(Disagree, EveryRankNamesTheDifference) {
           else
             for (const std::string& w : c.words) EXPECT_NE(message.find(w), std::string::npos) << w << ": " << message;
           if (rank == 0) std::printf("%s: rank 0: %s\n", c.name, message.c_str());
-          coll_comm_destroy(comm);
         },
-        RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", GetParam()}}});
+        RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", GetParam()}}},
+        Destroy::kAnyResult);
   }
 }
 

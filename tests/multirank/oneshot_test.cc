@@ -36,11 +36,9 @@ constexpr size_t kCounts[] = {1, 2, 3, 13, 61, 251};
 class Oneshot : public ::testing::TestWithParam<int> {};
 
 TEST_P(Oneshot, ExactForEveryTypeOpAndCount) {
-  run_ranks(
+  run_ranks_with_comm(
       GetParam(),
-      [&](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [&](coll_comm_t comm, int rank, int n) {
         for (size_t count : kCounts)
           for (coll_datatype_t t : kDirectTypes)
             for (coll_redop_t op : kDirectOps)
@@ -48,7 +46,6 @@ TEST_P(Oneshot, ExactForEveryTypeOpAndCount) {
                 ASSERT_TRUE(private_case(comm, rank, n, t, op, count, in_place));
                 ASSERT_EQ(last_algorithm(comm), "oneshot") << reduce::datatype_name(t) << " count " << count;
               }
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       RankOptions{.limit_s = 200});
 }
@@ -59,11 +56,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, Oneshot, ::testing::Values(2, 3, 4, 5, 8),
 // The whole board: 4072 bytes of int8, bfloat16 and float64, with
 // COLL_SHM_ONESHOT_BYTES past it (the board bounds it); 4073 bytes run the plan.
 TEST(OneshotLimits, TheWholeBoard) {
-  run_ranks(
+  run_ranks_with_comm(
       3,
-      [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [](coll_comm_t comm, int rank, int n) {
         for (bool in_place : {false, true}) {
           EXPECT_TRUE(private_case(comm, rank, n, COLL_INT8, COLL_SUM, 4072, in_place));
           EXPECT_EQ(last_algorithm(comm), "oneshot");
@@ -74,7 +69,6 @@ TEST(OneshotLimits, TheWholeBoard) {
           EXPECT_TRUE(private_case(comm, rank, n, COLL_INT8, COLL_MAX, 4073, in_place));
           EXPECT_NE(last_algorithm(comm), "oneshot") << "past the board";
         }
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       RankOptions{.env = {{"COLL_SHM_ONESHOT_BYTES", "1M"}}});
 }
@@ -84,11 +78,9 @@ TEST(OneshotLimits, TheWholeBoard) {
 TEST(OneshotLimits, ThePlanRunsOutsideThem) {
   for (const char* algo : {"", "allreduce:ring"}) {
     for (const char* limit : {"2048", "0"}) {
-      run_ranks(
+      run_ranks_with_comm(
           3,
-          [&](int rank, int n, const coll_unique_id_t& id) {
-            coll_comm_t comm = init_or_die(rank, n, id);
-            ASSERT_NE(comm, nullptr);
+          [&](coll_comm_t comm, int rank, int n) {
             const bool named = std::string(algo).empty() == false, off = std::string(limit) == "0";
             EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, 512, false));  // 2048 bytes
             EXPECT_EQ(last_algorithm(comm) == "oneshot", !named && !off) << algo << " " << limit;
@@ -96,7 +88,6 @@ TEST(OneshotLimits, ThePlanRunsOutsideThem) {
             EXPECT_NE(last_algorithm(comm), "oneshot");
             EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, 0, true));
             EXPECT_NE(last_algorithm(comm), "oneshot");
-            EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
           },
           RankOptions{.env = {{"COLL_ALGO", algo}, {"COLL_SHM_ONESHOT_BYTES", limit}}});
     }
@@ -172,11 +163,9 @@ TEST(OneshotDisagree, EveryRankFailsAtOnce) {
 // timeout.
 TEST(OneshotAbort, EndsTheWaitOnTheBoard) {
   Handshake aborted;
-  run_ranks(
+  run_ranks_with_comm(
       2,
-      [&aborted](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [&aborted](coll_comm_t comm, int rank, int) {
         std::vector<float> v(2, 1.0f);
         ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
         ASSERT_EQ(last_algorithm(comm), "oneshot");
@@ -209,17 +198,14 @@ TEST(OneshotAbort, EndsTheWaitOnTheBoard) {
           const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
           EXPECT_LT(ms, 1000.0);
         }
-        coll_comm_destroy(comm);
       },
-      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "60000"}}}, Destroy::kAnyResult);
 }
 
 // Non-blocking one-shot allreduces, several in flight (they run in order on
 // the worker), each exact.
 TEST(OneshotAsync, SeveralInFlight) {
-  run_ranks(4, [](int rank, int n, const coll_unique_id_t& id) {
-    coll_comm_t comm = init_or_die(rank, n, id);
-    ASSERT_NE(comm, nullptr);
+  run_ranks_with_comm(4, [](coll_comm_t comm, int rank, int n) {
     std::vector<std::vector<int64_t>> in(16), out(16);
     std::vector<coll_request_t> requests(16);
     for (size_t i = 0; i < in.size(); ++i) {
@@ -235,7 +221,6 @@ TEST(OneshotAsync, SeveralInFlight) {
       for (int64_t x : out[i]) ASSERT_EQ(x, ranks_sum * static_cast<int64_t>(i + 1)) << "request " << i;
     }
     EXPECT_EQ(last_algorithm(comm), "oneshot");
-    EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
   });
 }
 
@@ -244,11 +229,9 @@ TEST(OneshotAsync, SeveralInFlight) {
 // while before each call, so that a fast rank posts its next round while a
 // slow one still reads the last. Exact every time.
 TEST(OneshotMixed, WithThePlanUnderSkew) {
-  run_ranks(
+  run_ranks_with_comm(
       4,
-      [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [](coll_comm_t comm, int rank, int n) {
         coll_comm_t half = nullptr;
         ASSERT_EQ(coll_comm_split(comm, rank % 2, rank, &half), COLL_SUCCESS) << coll_get_last_error(comm);
         std::mt19937 order(11), skew(static_cast<unsigned>(rank) + 200);
@@ -267,7 +250,6 @@ TEST(OneshotMixed, WithThePlanUnderSkew) {
         }
         EXPECT_GT(oneshots, 50) << "rank " << rank;
         EXPECT_EQ(coll_comm_destroy(half), COLL_SUCCESS);
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       RankOptions{.limit_s = 120});
 }
@@ -280,11 +262,9 @@ TEST(OneshotMixed, WithThePlanUnderSkew) {
 // allreduce runs its plan on every rank; everything exact, nothing taken
 // for a mismatch.
 TEST(OneshotMixed, WithPointToPointAndGroups) {
-  run_ranks(
+  run_ranks_with_comm(
       4,
-      [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [](coll_comm_t comm, int rank, int n) {
         const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
         std::mt19937 skew(static_cast<unsigned>(rank) + 300);
         for (int i = 0; i < 30 && !::testing::Test::HasFailure(); ++i) {
@@ -313,7 +293,6 @@ TEST(OneshotMixed, WithPointToPointAndGroups) {
           for (int64_t x : sum) ASSERT_EQ(x, int64_t{n} * (n + 1) / 2);
           if (rank < 2) ASSERT_EQ(peer[4], 1 - rank);
         }
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       RankOptions{.limit_s = 120, .env = {{"COLL_SHM_SINGLE_COPY", "1"}}});
 }

@@ -34,11 +34,9 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
                       .env = {{"COLL_TIMEOUT_MS", "120000"},
                               {"COLL_SHM_STAGED_BYTES", "0"},
                               {"COLL_SHM_STAGED_STREAM_BYTES", std::get<1>(GetParam())}}};
-  run_ranks(
+  run_ranks_with_comm(
       nranks,
-      [&](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [&](coll_comm_t comm, int rank, int n) {
         ASSERT_EQ(staging_mappings(), 0);
         // Windows of 2 MiB: the large float32 over two and a ragged third,
         // bfloat16 over two; int8 over three, below.
@@ -53,7 +51,7 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
         EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
         EXPECT_EQ(staging_mappings(), 0) << "rank " << rank << ": a staging mapped after coll_comm_destroy";
       },
-      options);
+      options, Destroy::kByBody);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, StagedAccess, ranks_and_streaming(), ranks_stream_name);
@@ -62,16 +60,13 @@ INSTANTIATE_TEST_SUITE_P(Ranks, StagedAccess, ranks_and_streaming(), ranks_strea
 // allreduce algorithm, the plan runs and no staging is made.
 TEST(StagedAccess, SmallOrNamedAlgorithmRunsThePlan) {
   for (const char* algo : {"", "ring"}) {
-    run_ranks(
+    run_ranks_with_comm(
         3,
-        [&](int rank, int n, const coll_unique_id_t& id) {
-          coll_comm_t comm = init_or_die(rank, n, id);
-          ASSERT_NE(comm, nullptr);
+        [&](coll_comm_t comm, int rank, int n) {
           EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, (1 << 18) - 1, false));  // 1 MiB - 4
           EXPECT_EQ(staging_mappings(), 0) << "rank " << rank << ": below the threshold";
           EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, 1 << 18, false));
           EXPECT_EQ(staging_mappings(), std::string(algo).empty() ? n : 0) << "rank " << rank << ": COLL_ALGO=" << algo;
-          EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
         },
         RankOptions{.env = {{"COLL_ALGO", algo}}});
   }
@@ -83,11 +78,9 @@ TEST(StagedAccess, SmallOrNamedAlgorithmRunsThePlan) {
 // it can again, the staged form runs. (A descriptor limit would do too, but
 // the sanitizers need descriptors of their own to report anything.)
 TEST(StagedAccess, ARankWithoutStagingSendsEveryRankToThePlan) {
-  run_ranks(
+  run_ranks_with_comm(
       3,
-      [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [](coll_comm_t comm, int rank, int n) {
         rlimit before{};
         ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
         if (rank == 1) {
@@ -102,7 +95,6 @@ TEST(StagedAccess, ARankWithoutStagingSendsEveryRankToThePlan) {
         EXPECT_EQ(staging_mappings(), rank == 1 ? 0 : 1) << "rank " << rank << ": a peer's staging was mapped";
         EXPECT_TRUE(private_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 65537, false));
         EXPECT_EQ(staging_mappings(), n) << "rank " << rank << ": the staged form did not run once it could";
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       RankOptions{.env = {{"COLL_SHM_STAGED_BYTES", "64K"}}});
 }
@@ -113,11 +105,9 @@ TEST(StagedAccess, ARankWithoutStagingSendsEveryRankToThePlan) {
 // back, so that a rank reuses its staging while a slow peer may still be
 // on the call before. Exact every time.
 TEST(StagedAccess, MixedWithEveryOtherPathUnderSkew) {
-  run_ranks(
+  run_ranks_with_comm(
       4,
-      [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
-        ASSERT_NE(comm, nullptr);
+      [](coll_comm_t comm, int rank, int n) {
         coll_comm_t half = nullptr;
         ASSERT_EQ(coll_comm_split(comm, rank % 2, rank, &half), COLL_SUCCESS) << coll_get_last_error(comm);
         std::mt19937 order(7), skew(static_cast<unsigned>(rank) + 100);
@@ -135,7 +125,6 @@ TEST(StagedAccess, MixedWithEveryOtherPathUnderSkew) {
         EXPECT_GT(coll_mem_mappings("rw"), 0) << "rank " << rank << ": the registered form never ran";
         EXPECT_EQ(staging_mappings(), n + n / 2) << "rank " << rank << ": each communicator's stagings";
         EXPECT_EQ(coll_comm_destroy(half), COLL_SUCCESS);
-        EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
       },
       RankOptions{.env = {{"COLL_SHM_MAPPED", "1"}, {"COLL_SHM_STAGED_BYTES", "64K"}}});
 }

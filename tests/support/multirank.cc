@@ -34,6 +34,21 @@ coll_comm_t init_or_die(int rank, int nranks, const coll_unique_id_t& id) {
   return comm;
 }
 
+void run_ranks_with_comm(int nranks, const CommBody& body, const RankOptions& options, Destroy destroy) {
+  run_ranks(
+      nranks,
+      [&](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        body(comm, rank, n);
+        if (::testing::Test::HasFatalFailure() || destroy == Destroy::kByBody) return;
+        const coll_result_t destroyed = coll_comm_destroy(comm);
+        if (destroy == Destroy::kExpectSuccess)
+          EXPECT_EQ(destroyed, COLL_SUCCESS) << "rank " << rank << ": " << coll_get_last_error(nullptr);
+      },
+      options);
+}
+
 void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
   auto* shared = static_cast<coll_unique_id_t*>(
       mmap(nullptr, sizeof(coll_unique_id_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));

@@ -35,4 +35,24 @@ void expect_no_segments_left(const coll_unique_id_t& id);
 // Creates this rank's communicator or fails the test.
 coll_comm_t init_or_die(int rank, int nranks, const coll_unique_id_t& id);
 
+// What run_ranks_with_comm does with a rank's communicator once the body
+// has returned.
+enum class Destroy {
+  kExpectSuccess,  // destroys it; the test fails unless that is COLL_SUCCESS
+  kAnyResult,      // destroys it, whatever that returns (after an abort or a failed call)
+  kByBody,         // nothing: the body destroys it itself, to check what destroy leaves
+};
+
+using CommBody = std::function<void(coll_comm_t comm, int rank, int nranks)>;
+
+// The prologue and epilogue that most multi-rank tests share: run_ranks()
+// with, in every rank, a communicator from coll_comm_init_rank (a rank whose
+// init fails fails, and its body does not run), destroyed after the body as
+// `destroy` says. A body that stopped at an ASSERT_ leaves its communicator
+// alone, as a rank that returned early always has: the rank exits at once,
+// which closes everything anyway, and nothing more is asserted of a rank
+// that has already failed.
+void run_ranks_with_comm(int nranks, const CommBody& body, const RankOptions& options = {},
+                         Destroy destroy = Destroy::kExpectSuccess);
+
 }  // namespace coll::testing

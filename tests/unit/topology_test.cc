@@ -1,8 +1,8 @@
 // Topology: the loaders (hwloc XML, NCCL XML), path classes, GPU-NIC
-// pairing and the dump, on synthetic files that always run
-// (tests/data/topology/), then on the real captures in
-// ../shared/topologies/ against the answers in its README (skipped with a
-// message when that folder is not there).
+// pairing and the dump, on synthetic files, then on real machine captures
+// and cloud topology files against the answers in
+// tests/data/topology/README.md. Every file is part of the repository: a
+// missing one fails its test (load_file throws), it is never skipped.
 #include "base/error.h"
 #include "topology/load.h"
 #include "topology/nodes.h"
@@ -22,7 +22,6 @@ namespace coll::topo {
 namespace {
 
 const std::string kData = COLL_TEST_DATA_DIR "/topology/";
-const std::string kShared = COLL_SHARED_TOPOLOGIES_DIR "/";
 
 std::string path_of(const Topology& t, int a, int b, bool nvlink = true) {
   return path_between(t, a, b, nvlink).to_string();
@@ -191,7 +190,7 @@ TEST(Live, ThisMachineHasAtLeastOneNumaNodeAndItsCores) {
   EXPECT_EQ(t.pus, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
-// --- the real captures, with the answers of shared/topologies/README.md ---
+// --- the real captures, with the answers of tests/data/topology/README.md ---
 
 struct Expected {
   std::string file;
@@ -203,23 +202,11 @@ struct Expected {
 
 void PrintTo(const Expected& e, std::ostream* os) { *os << e.file; }
 
-class Capture : public ::testing::TestWithParam<Expected> {
- protected:
-  Topology load() {
-    const std::string file = kShared + GetParam().file;
-    if (access(file.c_str(), R_OK) != 0) {
-      skipped_ = true;
-      return {};
-    }
-    return load_file(file);
-  }
-  bool skipped_ = false;
-};
+class Capture : public ::testing::TestWithParam<Expected> {};
 
 TEST_P(Capture, CountsAndGpuLocalityMatchTheReadme) {
   const Expected& e = GetParam();
-  Topology t = load();
-  if (skipped_) GTEST_SKIP() << kShared << e.file << " is not here (../shared/topologies is only in the workspace)";
+  Topology t = load_file(kData + e.file);
   if (e.packages > 0) EXPECT_EQ(t.packages.size(), e.packages);
   EXPECT_EQ(t.numas.size(), e.numas);
   if (e.cores > 0) EXPECT_EQ(t.cores, e.cores);
@@ -231,7 +218,7 @@ TEST_P(Capture, CountsAndGpuLocalityMatchTheReadme) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    SharedTopologies, Capture,
+    Files, Capture,
     ::testing::Values(
         Expected{"hwloc/nvidiaDGX2.xml", 2, 2, 4, 4, 16, 0, {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}},
         Expected{"hwloc/power8gpudistances.xml", 2, 2, 8, 16, 4, 0, {0, 0, 1, 1}},
@@ -253,10 +240,8 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-// Loads a capture, or skips the test when ../shared is not there.
-#define LOAD_OR_SKIP(t, file)                                                                             \
-  if (access((kShared + (file)).c_str(), R_OK) != 0) GTEST_SKIP() << kShared << (file) << " is not here"; \
-  Topology t = load_file(kShared + (file))
+// A capture of tests/data/topology/; load_file throws (the test fails) when it is missing.
+Topology capture(const std::string& file) { return load_file(kData + file); }
 
 std::vector<std::string> paired_names(const Topology& t) {
   std::vector<std::string> out;
@@ -264,8 +249,8 @@ std::vector<std::string> paired_names(const Topology& t) {
   return out;
 }
 
-TEST(SharedTopologies, Dgx2NvlinkIslandsAndPcieTree) {
-  LOAD_OR_SKIP(t, "hwloc/nvidiaDGX2.xml");
+TEST(Captures, Dgx2NvlinkIslandsAndPcieTree) {
+  Topology t = capture("hwloc/nvidiaDGX2.xml");
   size_t switches = 0;
   for (const Node& n : t.nodes) switches += n.kind == Kind::kNvSwitch;
   EXPECT_EQ(switches, 12u) << "hwloc's NVSwitch subtype counts the one with unreadable config space";
@@ -292,8 +277,8 @@ TEST(SharedTopologies, Dgx2NvlinkIslandsAndPcieTree) {
   EXPECT_EQ(gpu_gpu(back, 0, 8), "SYS");
 }
 
-TEST(SharedTopologies, Power8NvlinkPairs) {
-  LOAD_OR_SKIP(t, "hwloc/power8gpudistances.xml");
+TEST(Captures, Power8NvlinkPairs) {
+  Topology t = capture("hwloc/power8gpudistances.xml");
   EXPECT_EQ(gpu(t, 0).pci.to_string(), "0002:01:00.0");
   EXPECT_EQ(gpu_gpu(t, 0, 1), "NVL");
   EXPECT_EQ(gpu_gpu(t, 2, 3), "NVL");
@@ -301,8 +286,8 @@ TEST(SharedTopologies, Power8NvlinkPairs) {
   EXPECT_EQ(gpu_gpu(t, 0, 1, false), "NODE");
 }
 
-TEST(SharedTopologies, Sl390sGpuNicPaths) {
-  LOAD_OR_SKIP(t, "hwloc/24em64t-2n6c2t-pci.xml");
+TEST(Captures, Sl390sGpuNicPaths) {
+  Topology t = capture("hwloc/24em64t-2n6c2t-pci.xml");
   size_t hca = 0;  // the ConnectX-2; the Intel 82576 ports are NICs too, not RDMA ones
   while (hca < t.nics.size() && !nic(t, hca).rdma) ++hca;
   ASSERT_LT(hca, t.nics.size());
@@ -314,8 +299,8 @@ TEST(SharedTopologies, Sl390sGpuNicPaths) {
   EXPECT_EQ(nic_for_each_gpu(t), (std::vector<int>(3, static_cast<int>(hca))));
 }
 
-TEST(SharedTopologies, JuwelsBoosterOneNicPerGpu) {
-  LOAD_OR_SKIP(t, "hwloc/topo.jwb0004.xml");
+TEST(Captures, JuwelsBoosterOneNicPerGpu) {
+  Topology t = capture("hwloc/topo.jwb0004.xml");
   for (size_t g = 0; g < 4; ++g) EXPECT_EQ(gpu_nic(t, g, g), "PIX") << g;
   EXPECT_EQ(gpu_nic(t, 0, 1), "SYS(same-pkg)");
   EXPECT_EQ(gpu_nic(t, 0, 2), "SYS");
@@ -323,22 +308,22 @@ TEST(SharedTopologies, JuwelsBoosterOneNicPerGpu) {
   EXPECT_EQ(t.nodes[static_cast<size_t>(t.numa_of(t.gpus[0]))].cpuset, "18-23,66-71");
 }
 
-TEST(SharedTopologies, JurecaPairsByLocalityNotName) {
-  LOAD_OR_SKIP(t, "hwloc/topo.jrc0386.xml");
+TEST(Captures, JurecaPairsByLocalityNotName) {
+  Topology t = capture("hwloc/topo.jrc0386.xml");
   EXPECT_EQ(paired_names(t), (std::vector<std::string>{"mlx5_1", "mlx5_0", "mlx5_3", "mlx5_2"}));
   for (size_t g = 0; g < 4; ++g) EXPECT_EQ(gpu_nic(t, g, g), "PIX") << g;
 }
 
-TEST(SharedTopologies, JuwelsClusterTwoGpusPerNic) {
-  LOAD_OR_SKIP(t, "hwloc/topo.jwc09n003.xml");
+TEST(Captures, JuwelsClusterTwoGpusPerNic) {
+  Topology t = capture("hwloc/topo.jwc09n003.xml");
   EXPECT_EQ(paired_names(t), (std::vector<std::string>{"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1"}));
   EXPECT_EQ(gpu_gpu(t, 0, 1), "PIX");
   EXPECT_EQ(gpu_gpu(t, 2, 3), "PIX");
   EXPECT_EQ(gpu_gpu(t, 0, 2), "SYS");
 }
 
-TEST(SharedTopologies, MeluxinaAsymmetricNics) {
-  LOAD_OR_SKIP(t, "hwloc/topo.mel2001.xml");
+TEST(Captures, MeluxinaAsymmetricNics) {
+  Topology t = capture("hwloc/topo.mel2001.xml");
   EXPECT_EQ(gpu_nic(t, 1, 0), "PIX");
   EXPECT_EQ(gpu_nic(t, 2, 1), "PIX");
   EXPECT_EQ(gpu_nic(t, 0, 0), "SYS(same-pkg)");
@@ -346,8 +331,8 @@ TEST(SharedTopologies, MeluxinaAsymmetricNics) {
   EXPECT_EQ(paired_names(t), (std::vector<std::string>{"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1"}));
 }
 
-TEST(SharedTopologies, CpuOnlyServerNicOnSocket0) {
-  LOAD_OR_SKIP(t, "hwloc/topo.jwc00n001.xml");
+TEST(Captures, CpuOnlyServerNicOnSocket0) {
+  Topology t = capture("hwloc/topo.jwc00n001.xml");
   std::vector<int> rdma;
   for (int n : t.nics)
     if (t.nodes[static_cast<size_t>(n)].rdma) rdma.push_back(n);
@@ -356,9 +341,9 @@ TEST(SharedTopologies, CpuOnlyServerNicOnSocket0) {
   EXPECT_TRUE(nic_for_each_gpu(t).empty());
 }
 
-TEST(SharedTopologies, Hwloc3FormatIsRefusedClearly) {
-  const std::string file = kShared + "hwloc/v3/nvidiaDGX2.xml";
-  if (access(file.c_str(), R_OK) != 0) GTEST_SKIP() << file << " is not here";
+TEST(Captures, Hwloc3FormatIsRefusedClearly) {
+  const std::string file = kData + "hwloc/v3/nvidiaDGX2.xml";
+  ASSERT_EQ(access(file.c_str(), R_OK), 0) << file << " is missing: the refusal below would be for the wrong reason";
   try {
     load_file(file);
     ADD_FAILURE() << "hwloc 2.x loaded a 3.0 export";
@@ -368,27 +353,27 @@ TEST(SharedTopologies, Hwloc3FormatIsRefusedClearly) {
   }
 }
 
-TEST(SharedTopologies, AzureNdv4AndNdv5OneNicPerGpu) {
+TEST(Captures, AzureNdv4AndNdv5OneNicPerGpu) {
   for (const char* file : {"nccl/ndv4-topo.xml", "nccl/ndv5-topo.xml"}) {
-    LOAD_OR_SKIP(t, file);
+    Topology t = capture(file);
     for (size_t g = 0; g < 8; ++g) EXPECT_EQ(gpu_nic(t, g, g), "PIX") << file << " GPU" << g;
     EXPECT_EQ(nic_for_each_gpu(t), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7})) << file;
   }
-  LOAD_OR_SKIP(v5, "nccl/ndv5-topo.xml");
+  Topology v5 = capture("nccl/ndv5-topo.xml");
   EXPECT_EQ(gpu(v5, 3).pci.to_string(), "0008:00:00.0");
   EXPECT_EQ(v5.nodes[static_cast<size_t>(v5.numa_of(v5.gpus[4]))].cpuset, "48-95");
 }
 
-TEST(SharedTopologies, AzureNcv4NoRdmaAndASelfNvlink) {
-  LOAD_OR_SKIP(t, "nccl/ncv4-topo.xml");
+TEST(Captures, AzureNcv4NoRdmaAndASelfNvlink) {
+  Topology t = capture("nccl/ncv4-topo.xml");
   EXPECT_EQ(gpu_gpu(t, 0, 1), "SYS") << "an NVLink to the GPU itself is not a link";
   ASSERT_EQ(t.nics.size(), 1u);
   EXPECT_FALSE(nic(t, 0).has_pci);
   EXPECT_EQ(nic(t, 0).names, std::vector<std::string>{"eth0"});
 }
 
-TEST(SharedTopologies, AwsP4dEfaPairs) {
-  LOAD_OR_SKIP(t, "nccl/p4d-24xl-topo.xml");
+TEST(Captures, AwsP4dEfaPairs) {
+  Topology t = capture("nccl/p4d-24xl-topo.xml");
   for (size_t g = 0; g < 8; ++g) {
     EXPECT_EQ(gpu_nic(t, g, g / 2), "PIX") << g;
     EXPECT_EQ(nic(t, g / 2).link_layer, LinkLayer::kEfa);
