@@ -4,16 +4,25 @@
 // that are behind.
 //
 //   colldiag DIR|FILE...
+//   colldiag --settings-md [FILE]
 //
 // For each communicator: every rank's last operation (sequence number,
 // collective, algorithm, steps done, whom it waits on, its error), the ranks
 // with no dump (dead, or never asked), and a verdict: the ranks behind the
 // others, else the ranks the others are waiting on.
+//
+// --settings-md prints the table of every COLL_* setting from the registry,
+// or rewrites it in place in FILE (docs/SETTINGS.md) between its markers.
+// It lives here because colldiag is the tool a user already runs when
+// something is wrong, and a setting is often what is.
+#include "settings_doc.h"
+
 #include <dirent.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -159,14 +168,48 @@ void diagnose(const std::string& comm, const std::map<int, Dump>& by_rank) {
     std::printf("  verdict: look at rank(s) %s\n", join(suspects).c_str());
 }
 
+int settings_md(const char* path) {
+  namespace doc = coll::settings_doc;
+  const std::string table = doc::table(coll::config::settings());
+  if (path == nullptr) {
+    std::fputs(table.c_str(), stdout);
+    return 0;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "colldiag: cannot read %s\n", path);
+    return 1;
+  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  if (!doc::splice(text, table, &out)) {
+    std::fprintf(stderr, "colldiag: %s has no generated table: put the lines\n%s\n%s\nwhere it goes\n", path,
+                 doc::kBegin, doc::kEnd);
+    return 1;
+  }
+  if (out == text) return 0;
+  std::ofstream file(path, std::ios::trunc);
+  file << out;
+  if (!file.flush()) {
+    std::fprintf(stderr, "colldiag: cannot write %s\n", path);
+    return 1;
+  }
+  std::fprintf(stderr, "colldiag: %s: settings table updated\n", path);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--settings-md") return settings_md(argc > 2 ? argv[2] : nullptr);
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fprintf(argc < 2 ? stderr : stdout,
                  "usage: colldiag DIR|FILE...\n"
                  "  merges the flight recorder dumps (coll-fr.*.txt) that ranks write to COLL_FLIGHT_RECORDER_DIR\n"
-                 "  when an operation fails, on coll_comm_abort and on SIGUSR1, and names the ranks that are behind\n");
+                 "  when an operation fails, on coll_comm_abort and on SIGUSR1, and names the ranks that are behind\n"
+                 "usage: colldiag --settings-md [FILE]\n"
+                 "  prints the table of every COLL_* setting (name, type, default, unit, meaning), or rewrites it\n"
+                 "  in FILE between its markers (docs/SETTINGS.md)\n");
     return argc < 2 ? 2 : 0;
   }
   std::map<std::string, std::map<int, Dump>> comms;
