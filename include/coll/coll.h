@@ -355,6 +355,27 @@ COLL_API coll_result_t coll_mem_alloc(void** ptr, size_t bytes);
  * it must have completed. */
 COLL_API coll_result_t coll_mem_free(void* ptr);
 
+/* ---------------------------------------------------------------------------
+ * Registered buffers (as ncclCommRegister). A framework that passes the same
+ * buffers at every step (its gradients) registers them once: each of the
+ * communicator's transports registers them with its fabric (memory
+ * registration for RDMA) and keeps the registration, so that no operation
+ * pays for it. Registering is never required: unregistered buffers work
+ * everywhere. Calls are ordered with the communicator's operations (they
+ * wait for the non-blocking ones issued before them).
+ * ------------------------------------------------------------------------- */
+
+/* *handle names the registration of [ptr, ptr + bytes) (bytes > 0); the same
+ * range registered again is the same registration, counted.
+ * COLL_INVALID_ARGUMENT for a null ptr or handle, or 0 bytes. */
+COLL_API coll_result_t coll_comm_register(coll_comm_t comm, void* ptr, size_t bytes, void** handle);
+
+/* Drops one count of a registration from coll_comm_register; its memory may
+ * be freed once the count is 0. A handle that is not the communicator's, or
+ * one released already, is COLL_INVALID_ARGUMENT. Destroying the
+ * communicator drops every registration. */
+COLL_API coll_result_t coll_comm_deregister(coll_comm_t comm, void* handle);
+
 /* A static string naming the code, e.g. "COLL_TIMEOUT: timed out waiting for a peer".
  * Never null; unknown codes give "unknown coll_result_t". */
 COLL_API const char* coll_get_error_string(coll_result_t result);

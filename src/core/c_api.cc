@@ -210,6 +210,25 @@ coll_result_t coll_comm_abort(coll_comm_t comm) {
   });
 }
 
+coll_result_t coll_comm_register(coll_comm_t comm, void* ptr, size_t bytes, void** handle) {
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_register")) return bad;
+  return guarded(comm, [&] {
+    if (handle == nullptr) fail(Code::kInvalidArgument, "comm_register: handle is a null pointer");
+    *handle = nullptr;
+    if (ptr == nullptr) fail(Code::kInvalidArgument, "comm_register: ptr is a null pointer");
+    if (bytes == 0) fail(Code::kInvalidArgument, "comm_register: bytes is 0");
+    *handle = comm->impl->register_buffer(ptr, bytes);
+  });
+}
+
+coll_result_t coll_comm_deregister(coll_comm_t comm, void* handle) {
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_deregister")) return bad;
+  return guarded(comm, [&] {
+    if (handle == nullptr) fail(Code::kInvalidArgument, "comm_deregister: handle is a null pointer");
+    comm->impl->deregister_buffer(handle);
+  });
+}
+
 coll_result_t coll_comm_get_async_error(coll_comm_t comm, coll_result_t* error) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_get_async_error")) return bad;
   return guarded(comm, [&] {

@@ -103,6 +103,11 @@ class Communicator {
 
   const FlightRecorder& recorder() const { return *recorder_; }
 
+  // coll_comm_register / coll_comm_deregister (registration.cc): on the
+  // worker when there is one, after what was issued before.
+  void* register_buffer(void* ptr, size_t bytes);
+  void deregister_buffer(void* handle);
+
  private:
   // Everything a schedule depends on; not the buffers.
   struct PlanKey {
@@ -145,7 +150,7 @@ class Communicator {
   };
   bool may_access_directly(const OpRequest& op) const;
   bool unnamed_allreduce(const OpRequest& op) const;
-  // oneshot.cc: the allreduce of a few bytes through every rank's board.
+  // fastpath/board_allreduce.cc: the allreduce of a few bytes through every rank's board.
   static const std::string kOneshot;
   bool may_run_oneshot(const OpRequest& op) const;
   void oneshot(const Job& job, const Deadline& deadline, OpRecord& record);
@@ -153,7 +158,7 @@ class Communicator {
   void execute(std::vector<Job>& jobs);
   // Connects the pairs with `peers` not yet connected.
   void connect(const std::vector<int>& peers, const Deadline& deadline);
-  // direct_access.cc: the allreduce through every rank's registered buffers,
+  // fastpath/peer_access_allreduce.cc: the allreduce through every rank's registered buffers,
   // or through every rank's staging; false (having written nothing) when
   // some rank can do neither, and the plan must run. run_inside runs an
   // operation of the library's own inside the caller's.
@@ -228,7 +233,7 @@ class Communicator {
   Executor executor_;
   std::vector<Job> jobs_;  // the blocking path's, reused
   std::unique_ptr<ExchangeQueue> exchanges_;
-  // direct_access.cc's own operations, compiled at init.
+  // fastpath/peer_access_allreduce.cc's own operations, compiled at init.
   std::vector<Job> offers_job_, barrier_job_;
   std::vector<int> others_;  // every rank but this one
   ChannelCounters counters_;
@@ -243,6 +248,16 @@ class Communicator {
   coll_result_t failure_code_ = COLL_SUCCESS;
   std::unique_ptr<FlightRecorder> recorder_;
   std::unique_ptr<Worker> worker_;  // started by the first non-blocking operation
+  // Registered buffers: each handle counts how often it was registered;
+  // the router's registration (null where no transport registers memory).
+  struct Registered {
+    void* ptr;
+    size_t bytes;
+    int count;
+    const transport::Registration* registration;
+  };
+  std::vector<std::unique_ptr<Registered>> registered_;
+  void in_order(const std::function<void()>& task);
 };
 
 }  // namespace coll
