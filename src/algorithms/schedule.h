@@ -1,4 +1,4 @@
-// A schedule: the per-rank program an algorithm compiles to (DESIGN.md, idea
+// A schedule: the per-rank program an algorithm compiles to (docs/ARCHITECTURE.md, idea
 // 1). It is plain data, so the same ring can be executed over a transport,
 // simulated, printed for a class, or checked by a test with no network.
 //

@@ -89,7 +89,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   }
   for (int r = 0; r < nranks_; ++r)
     if (r != rank_) others_.push_back(r);
-  if (one_node) {  // direct_access.cc
+  if (one_node) {  // fastpath/peer_access_allreduce.cc
     auto bytes = [](const char* name) {
       const int64_t v = config::get_int(name);
       if (v < 0) fail(Code::kInvalidArgument, name, "=", v, " must not be negative");
@@ -124,7 +124,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     algo::Ring ring(rank_, nranks_, ring_order_);
     connect({ring.prev(), ring.next()}, deadline);
   }
-  // oneshot.cc: every peer's board, mapped now; after the pinning above, so
+  // fastpath/board_allreduce.cc: every peer's board, mapped now; after the pinning above, so
   // that our segment, which we write at every call, is on our NUMA node.
   if (one_node) {
     connect(others_, deadline);
@@ -212,7 +212,7 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   return plan;
 }
 
-// An allreduce that direct_access.cc may run, if every rank's buffers
+// An allreduce that fastpath/peer_access_allreduce.cc may run, if every rank's buffers
 // allow: large enough, on one node (direct_bytes_ in mapped mode,
 // staged_bytes_), and its algorithm not named by the caller or COLL_ALGO.
 bool Communicator::may_access_directly(const OpRequest& op) const {
@@ -220,7 +220,7 @@ bool Communicator::may_access_directly(const OpRequest& op) const {
 }
 
 // An allreduce whose algorithm neither the caller nor COLL_ALGO named: the
-// library may run it outside the schedules (direct_access.cc, oneshot.cc).
+// library may run it outside the schedules (fastpath/peer_access_allreduce.cc, fastpath/board_allreduce.cc).
 bool Communicator::unnamed_allreduce(const OpRequest& op) const {
   return op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr &&
          !selector_->fixed(algo::Collective::kAllreduce);

@@ -55,7 +55,7 @@ class FlightRecorder {
   OpRecord& begin(uint64_t seq, const char* collective, size_t count, int dtype, int op, int root, uint32_t jobs,
                   uint32_t steps, const std::string& algorithm);
   // The algorithm an operation turned out to run, when it was chosen after
-  // begin (core/direct_access.cc).
+  // begin (core/fastpath/peer_access_allreduce.cc).
   void set_algorithm(OpRecord& r, const std::string& algorithm);
   static std::string algorithm(const OpRecord& r);
   // Whom a wait that outlived the first poll is on.

@@ -48,7 +48,7 @@ uint64_t OpSignature::bits() const {
 std::string describe_mismatch(uint64_t ours, uint64_t theirs) {
   const Fields a = decode(ours), b = decode(theirs);
   if (a.collective != b.collective) {
-    // The direct-access allreduce (core/direct_access.cc) opens with an
+    // The direct-access allreduce (core/fastpath/peer_access_allreduce.cc) opens with an
     // alltoall of offers, where a rank that does not take it runs the plan.
     const unsigned allreduce = static_cast<unsigned>(Collective::kAllreduce);
     const unsigned alltoall = static_cast<unsigned>(Collective::kAlltoall);

@@ -1,4 +1,4 @@
-// The topology of one node as a graph (DESIGN.md idea 3): a tree of
+// The topology of one node as a graph (docs/ARCHITECTURE.md): a tree of
 // containers (machine, packages, NUMA nodes, host bridges, PCIe bridges)
 // holding devices (GPUs, NICs, NVSwitches), plus NVLinks between devices.
 // Loaded from hwloc on the live machine or an hwloc XML export

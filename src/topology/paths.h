@@ -1,5 +1,5 @@
 // Path classes between two devices of a node, as NCCL names them, from the
-// tree of a Topology (README of shared/topologies has the definitions):
+// tree of a Topology (docs/TOPOLOGY.md):
 //   NVL   an NVLink, direct or through one NVSwitch
 //   PIX   a common PCIe switch, at most one bridge on each side
 //   PXB   a common PCIe switch, more bridges on some side

@@ -208,7 +208,7 @@ TEST(AllreduceCxx, SpansAndExceptions) {
 
 // Ranks that disagree on the count get an error on every rank, not a hang
 // or a corrupted result: through the plan, where a message meets a receive
-// of another size, and one-shot (core/oneshot.cc), where the blocks differ.
+// of another size, and one-shot (core/fastpath/board_allreduce.cc), where the blocks differ.
 TEST(AllreduceMismatch, DifferentCountsAreAnErrorOnBothRanks) {
   for (const char* oneshot_bytes : {"0", "2048"}) {
     SCOPED_TRACE(std::string("COLL_SHM_ONESHOT_BYTES=") + oneshot_bytes);

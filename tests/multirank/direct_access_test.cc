@@ -1,4 +1,4 @@
-// The direct-access allreduce (core/direct_access.cc): with COLL_SHM_MAPPED=1
+// The direct-access allreduce (core/fastpath/peer_access_allreduce.cc): with COLL_SHM_MAPPED=1
 // and every rank's buffers from coll_mem_alloc, each rank reduces its slice
 // from every input into every output. Exact for every datatype, op, count
 // (0, 1, primes, several MiB) and rank count, in place and not, with and

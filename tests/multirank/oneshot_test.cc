@@ -1,4 +1,4 @@
-// The one-shot allreduce (core/oneshot.cc): on one node, an allreduce of at
+// The one-shot allreduce (core/fastpath/board_allreduce.cc): on one node, an allreduce of at
 // most COLL_SHM_ONESHOT_BYTES (the whole board, 4072) goes through every rank's board. Exact
 // for every datatype, op, count (1, primes, the board's whole 4072 bytes)
 // and rank count, in place and not, with the flight recorder as proof that

@@ -1,4 +1,4 @@
-// The staged form of the direct-access allreduce (core/direct_access.cc):
+// The staged form of the direct-access allreduce (core/fastpath/peer_access_allreduce.cc):
 // on one node, an allreduce of at least COLL_SHM_STAGED_BYTES on private
 // buffers goes through every rank's staging. Exact for every datatype, op,
 // count (0, 1, primes, several windows with a ragged last one) and rank

@@ -40,7 +40,7 @@ inline int memfd_mappings(const std::string& name, const std::string& perms = ""
 // for the peers' it only reads.
 inline int coll_mem_mappings(const std::string& perms = "") { return memfd_mappings("coll-mem", perms); }
 
-// Mappings of staged-allreduce stagings (core/direct_access.cc): its own
+// Mappings of staged-allreduce stagings (core/fastpath/peer_access_allreduce.cc): its own
 // and its peers', which it only reads.
 inline int staging_mappings(const std::string& perms = "") { return memfd_mappings("coll-staging", perms); }
 

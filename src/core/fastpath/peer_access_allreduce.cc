@@ -44,8 +44,8 @@
 // write finds its line in the writer's own cache: the reducer writes lines
 // it has just read, and a rank rewrites, in the next window, lines it read
 // in step 3. (With the results in a second half of the owner's staging,
-// every write went to lines the other core had read last; on 2 ranks that
-// took 237-261 us at 1 MiB against 191-198 now, docs/PERFORMANCE.md.)
+// every write went to lines the other core had read last, which measured
+// slower: docs/PERFORMANCE.md, "Measurements behind the code".)
 // The barriers also keep the staging safe to reuse: a rank rewrites its
 // staging only after the barrier that follows everyone's step 2, and it is
 // the only reader in step 3; as no peer ever touches a rank's own buffers,
@@ -80,12 +80,11 @@ struct Offer {
   transport::MemoryHandle send, recv, staging;
 };
 
-// The staging: one window (see above). Windows of 1 to 4 MiB measured alike
-// at 64 MiB on 2 ranks; 2 MiB keeps 8 ranks' stagings well inside a 48 MiB
-// last-level cache, and the barriers per window cost microseconds against
-// its milliseconds. It is written with ordinary stores, to stay in the
-// cache: streaming took 13.5-16.7 ms at 64 MiB in a model of two processes,
-// against 11.0-13.2 (docs/PERFORMANCE.md).
+// The staging: one window (see above). 2 MiB keeps 8 ranks' stagings well
+// inside a 48 MiB last-level cache, and the barriers per window cost
+// microseconds against its milliseconds. It is written with ordinary
+// stores, to stay in the cache (docs/PERFORMANCE.md, "Measurements behind
+// the code", for both choices).
 constexpr size_t kWindowBytes = 2 << 20;
 constexpr size_t kStagingBytes = kWindowBytes;
 
@@ -214,10 +213,10 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
 // writable: the reducer of each slice writes its result back into it.
 // Its outputs stream from a larger size than the registered form's: here a
 // rank writes only its own output, whose lines an ordinary store finds in
-// its own cache while the buffers fit there (2 ranks, 1 MiB: 160-166 us
-// against 174-184 streamed; 8 MiB: 1.8-1.9 ms streamed against 2.2-2.5),
-// where the registered form writes into the peers' outputs, whose lines an
-// ordinary store would first fetch from their cores.
+// its own cache while the buffers fit there, where the registered form
+// writes into the peers' outputs, whose lines an ordinary store would
+// first fetch from their cores (docs/PERFORMANCE.md, "Measurements behind
+// the code").
 void Communicator::staged_access(const Job& job, const std::vector<char*>& staging, const Deadline& deadline,
                                  OpRecord& record) {
   const size_t es = reduce::datatype_size(job.dtype), window = kWindowBytes / es;
@@ -248,12 +247,10 @@ void Communicator::staged_access(const Job& job, const std::vector<char*>& stagi
     reduce_slice(job, in, out, slice(rank_));
     run_inside(barrier_job_, nullptr, nullptr, deadline, record);
     // 3. Every other slice, reduced by its owner, from our staging into our
-    // output; in place, with ordinary stores, as in the registered form
-    // (4 MiB in place took 537-633 us against 707-1027 streamed; at 16 and
-    // 64 MiB alike). Piece by piece, each followed by the next window's step
-    // 1 for the same lines when that window is as long (the same slices),
-    // while they are still in L1: 2 ranks, 64 MiB in place, 12.3-15.5 ms
-    // against 13.7-16.7 in 10 alternations; out of place level.
+    // output; in place, with ordinary stores, as in the registered form.
+    // Piece by piece, each followed by the next window's step 1 for the
+    // same lines when that window is as long (the same slices), while they
+    // are still in L1 (docs/PERFORMANCE.md, "Measurements behind the code").
     copied_in = first + 2 * window <= job.count;
     for (int r : others_) {
       const algo::Span s = slice(r);

@@ -32,8 +32,7 @@ uint32_t ShmTransport::post(const Block& block, size_t bytes) {
   if (bytes > 0) std::memcpy(cell.data, block.data, bytes);  // a 0-byte buffer may be null
   // Sequentially consistent, with the load of sleepers after it: a reader
   // that announced its sleep is woken, or saw the round before it slept.
-  // (A release store measured the same at 8 bytes: the store waits for the
-  // line either way.)
+  // (A release store is no faster: the store waits for the line either way.)
   cell.round.store(round, std::memory_order_seq_cst);
   board_round_ = round;
   if (board.sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(cell.round);

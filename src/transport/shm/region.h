@@ -55,7 +55,7 @@ class PeerRegions {
   // The peer's bytes at `ref`, mapping its region on first use through the
   // peer's pidfd; `bytes` must lie inside it. kRemote when the descriptor
   // cannot be taken or is not the region announced (the caller names the peer).
-  // Read-only unless `writable` (one-sided access, core/direct_access.cc):
+  // Read-only unless `writable` (one-sided access, core/fastpath/peer_access_allreduce.cc):
   // a region is made writable only when it is written, so that /proc/self/maps
   // tells the two uses apart.
   char* map(int pidfd, const RegionRef& ref, size_t bytes, bool writable = false);

@@ -52,7 +52,7 @@ static_assert(sizeof(SlotHeader) == 64, "a slot header is one cache line");
 
 // The board: a block of a few bytes that the owner posts once per round for
 // all its local peers to read in place (the one-shot allreduce,
-// core/oneshot.cc). Two cells, by the round's parity: a rank posts round
+// core/fastpath/board_allreduce.cc). Two cells, by the round's parity: a rank posts round
 // k + 2 only after it has read every peer's round k + 1, which each peer
 // posted only after it had read round k, so a cell is never rewritten while
 // a peer may still read it. One writer per cell: the owner.

@@ -73,7 +73,7 @@ ShmTransport::ShmTransport(int rank, int nranks, const std::string& job_tag, con
   caps_.same_host_only = true;
   caps_.delivers_pieces = true;
   caps_.one_sided = true;  // mapped regions and cross-memory attach, where the init-time probe allowed them
-  // The model's defaults for shared memory (docs/PERFORMANCE.md, "Cost model").
+  // The model's defaults for shared memory (docs/PERFORMANCE.md, "The cost model's defaults").
   caps_.link = LinkParameters{2.7, 0.29, 128 << 10};
   probe_word_ = 0x5ca1ab1e00000000ull | static_cast<uint64_t>(getpid());
 }

@@ -109,9 +109,8 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
   // own: long enough to catch a peer that is running. With more local ranks
   // than cores a pure spin steals the core its peer needs, and sleeping at
   // once pays a futex wake-up per message; yielding between looks hands the
-  // core to a peer that can run. Measured on 2 cores, 8-byte allreduce, 4
-  // ranks: sleeping at once 70-110 us, yielding up to 50 us 13 us, up to 2 ms
-  // 12 us; 8 ranks: 180-210 us, 51 us, 49 us.
+  // core to a peer that can run (docs/PERFORMANCE.md, "Measurements behind
+  // the code").
   static constexpr auto kSpin = std::chrono::microseconds(30);
   static constexpr auto kYield = std::chrono::microseconds(2000);
   static constexpr int kMaxSleepMs = 100;  // then look whether the peers are still alive

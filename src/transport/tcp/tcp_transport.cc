@@ -51,7 +51,7 @@ TcpTransport::TcpTransport(int rank, int nranks, const auth::Secret& secret, std
          ": give 0 (off) or at least 2000 ms (a silence shorter than a few retransmissions is a lost packet)");
   caps_.name = "tcp";
   caps_.one_sided = false;  // emulated: the peer's poll serves puts and gets
-  // The model's defaults for TCP (docs/PERFORMANCE.md, "Cost model").
+  // The model's defaults for TCP (docs/PERFORMANCE.md, "The cost model's defaults").
   caps_.link = LinkParameters{15.0, 0.63, 512 << 10};
   std::string ifname;
   net::SockAddr addr = net::choose_interface(&ifname);
