@@ -82,6 +82,8 @@ const std::vector<Setting>& settings() {
       {"COLL_LOCAL_RANK", "int", "", "", "set by collrun: rank among the ranks on this node"},
       {"COLL_LOCAL_SIZE", "int", "", "", "set by collrun: number of ranks on this node"},
       {"COLL_ROOT_ADDR", "string", "", "", "set by collrun: host:port of rank 0's bootstrap store"},
+      {"COLL_ROOT_LISTEN_FD", "int", "-1", "",
+       "set by collrun in rank 0: the store's listening socket, already bound, inherited (no port race)"},
       {"COLL_JOB_SECRET", "string", "", "", "32 hex digits shared by all ranks; every connection proves it knows them"},
   };
   return table;
