@@ -159,6 +159,12 @@ bool Pair::progress_sends(std::vector<RequestId>& done) {
 
 bool Pair::read_some(char* into, size_t want, size_t* got) {
   ssize_t n = ::recv(fd_.get(), into, want, MSG_DONTWAIT);
+  // The peer's end, between frames, while we only serve its puts and gets:
+  // no error of ours yet, but of whatever waits on it later.
+  if (n == 0 && in_.head_done == 0 && !awaits_frames()) {
+    peer_ended_ = true;
+    return false;
+  }
   if (n == 0) lost("receiving from it", 0);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
@@ -172,6 +178,7 @@ bool Pair::read_some(char* into, size_t want, size_t* got) {
 // frame's payload waits in the socket until its receive is posted.
 bool Pair::progress_recvs(std::vector<RequestId>& done) {
   bool moved = false;
+  if (peer_ended_ && awaits_frames()) lost("receiving from it", 0);
   while (wants_frames()) {
     if (in_.head_done < in_.head_bytes) {
       size_t got = 0;

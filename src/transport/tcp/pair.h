@@ -128,9 +128,10 @@ class Pair {
   bool place(std::vector<RequestId>& done);
   // After a whole payload: completes what it answers.
   void finish(std::vector<RequestId>& done);
-  bool wants_frames() const {
-    return !recvs_.empty() || !gets_.empty() || !notify_waits_.empty() || resolve_ != nullptr;
-  }
+  // Whether something posted here waits for the peer's frames; whether
+  // the pair reads them (it also does to serve the peer's puts and gets).
+  bool awaits_frames() const { return !recvs_.empty() || !gets_.empty() || !notify_waits_.empty(); }
+  bool wants_frames() const { return awaits_frames() || (resolve_ != nullptr && !peer_ended_); }
   [[noreturn]] void lost(const char* doing, int err);
   // After a frame header of kind kNotice: reads its text and fails with it.
   [[noreturn]] void take_notice(const FrameHeader& notice);
@@ -150,6 +151,7 @@ class Pair {
   std::deque<uint64_t> notifications_;  // arrived, not yet waited for
   Incoming in_;
   Resolve resolve_ = nullptr;
+  bool peer_ended_ = false;  // its end was read while only serving
   void* resolve_context_ = nullptr;
   uint64_t received_messages_ = 0;
   // Since when every sample saw data in flight (none: nothing is in flight).
