@@ -92,8 +92,10 @@ void TcpTransport::connect(const std::vector<int>& peers, const std::vector<std:
   for (int peer : peers) {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
       fail(Code::kInternal, "tcp: rank ", rank_, " asked to connect to rank ", peer);
-    if (pairs_.count(peer)) continue;
-    (peer < rank_ ? lower : higher).push_back(peer);
+    std::vector<int>& side = peer < rank_ ? lower : higher;
+    // A ring of two names its one peer twice.
+    if (pairs_.count(peer) || std::find(side.begin(), side.end(), peer) != side.end()) continue;
+    side.push_back(peer);
   }
   for (int peer : higher) {
     if (!tokens_.count(peer)) tokens_[peer] = auth::to_hex(auth::random_secret()).substr(0, 32);
