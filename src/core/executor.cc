@@ -3,10 +3,8 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/op_signature.h"
-#include "reduce/reduce.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace coll {
 
@@ -76,7 +74,7 @@ void Graph::build(const std::vector<const algo::Schedule*>& schedules) {
 // dst = src (op) piece, for the piece of a received chunk at `offset`.
 void Executor::combine_piece(const transport::Sink& sink, size_t offset, const void* data, size_t bytes) {
   const Combine& c = *static_cast<const Combine*>(sink.context);
-  reduce::reduce(c.dtype, c.op, c.dst + offset, c.src + offset, data, bytes / c.elem_size);
+  c.backend->reduce(c.dtype, c.op, c.dst + offset, c.src + offset, data, bytes / c.elem_size, c.stream);
 }
 
 void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, ChannelCounters& counters,
@@ -147,7 +145,13 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
         const uint64_t tag = make_tag(jobs[g.job_of[i]].signature, counters.received[static_cast<size_t>(ch.peer)]);
         if (s.kind == OpKind::kRecvReduce && transport.delivers_pieces_from(ch.peer)) {
           const Job& job = jobs[g.job_of[i]];
-          combine_[i] = Combine{job.dtype, job.op, job.plan->schedule.elem_size, address(i, s.dst), address(i, s.src)};
+          combine_[i] = Combine{.backend = &reduce::backend_for(job.kind),
+                                .stream = job.stream,
+                                .dtype = job.dtype,
+                                .op = job.op,
+                                .elem_size = job.plan->schedule.elem_size,
+                                .dst = address(i, s.dst),
+                                .src = address(i, s.src)};
           ++recv_next_[c];
           ++counters.received[static_cast<size_t>(ch.peer)];
           in_flight_.emplace_back(transport.post_recv_sink(ch.peer, s.bytes, tag, {&combine_piece, &combine_[i]}), i);
@@ -195,12 +199,14 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
       local_.pop_back();
       const Step& s = *g.steps[i];
       const Job& job = jobs[g.job_of[i]];
+      const reduce::Backend& backend = reduce::backend_for(job.kind);
       if (s.kind == OpKind::kCopy)
-        std::memmove(address(i, s.dst), address(i, s.src), s.bytes);
+        backend.copy(address(i, s.dst), address(i, s.src), s.bytes, job.stream);
       else if (s.kind == OpKind::kReduce)
-        reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.dst), address(i, s.src), elems(i));
+        backend.reduce(job.dtype, job.op, address(i, s.dst), address(i, s.dst), address(i, s.src), elems(i),
+                       job.stream);
       else
-        reduce::divide(job.dtype, address(i, s.dst), elems(i), nranks);
+        backend.divide(job.dtype, address(i, s.dst), elems(i), nranks, job.stream);
       finish(i);
     }
     post_ready();
@@ -224,7 +230,8 @@ void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, C
       const Step& s = *g.steps[i];
       if (s.kind == OpKind::kRecvReduce && slot_of_[i] != SIZE_MAX) {  // staged, not reduced by a sink
         const Job& job = jobs[g.job_of[i]];
-        reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src), staging_[slot_of_[i]].data(), elems(i));
+        reduce::backend_for(job.kind).reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src),
+                                             staging_[slot_of_[i]].data(), elems(i), job.stream);
         free_slots_.push_back(slot_of_[i]);
       }
       finish(i);

@@ -10,7 +10,9 @@
 
 #include "algorithms/schedule.h"
 #include "base/deadline.h"
+#include "base/memory_kind.h"
 #include "core/flight_recorder.h"
+#include "reduce/backend.h"
 #include "transport/transport.h"
 
 #include <coll/coll.h>
@@ -72,6 +74,8 @@ struct Job {
   uint64_t signature = 0;      // OpSignature::bits(): in every message's tag
   bool direct_access = false;  // an allreduce that core/direct_access.cc may run, if every rank's buffers allow
   bool oneshot = false;        // an allreduce that core/oneshot.cc runs (plan is null)
+  MemoryKind kind = MemoryKind::kHost;  // of send and recv: picks the backend of the local steps (reduce/backend.h)
+  void* stream = nullptr;               // the caller's coll_stream_t; null for host memory
 };
 
 // Message counters per peer rank and direction. Both ends of a pair count
@@ -109,6 +113,8 @@ class Executor {
   // A received chunk reduced piece by piece straight from the transport's
   // buffers (transports that deliver pieces): what the sink needs.
   struct Combine {
+    const reduce::Backend* backend;
+    void* stream;
     coll_datatype_t dtype;
     coll_redop_t op;
     size_t elem_size;
