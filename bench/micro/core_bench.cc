@@ -18,7 +18,7 @@
 // bytes_per_second counts the bytes of the kind named (for copy: the bytes
 // read). If the kinds share what one core can have in flight, a rank's time
 // is near the sum of their times, not their maximum.
-#include "reduce/stream.h"
+#include "reduce/cpu/stream.h"
 #include "support/cpus.h"
 
 #include <benchmark/benchmark.h>

@@ -8,8 +8,8 @@
 // buffer and writes one (2 x size); a reduction dst = a + b in place reads
 // two and writes one (3 x size). That is the STREAM convention, so the
 // numbers compare with the machine's memory bandwidth directly.
+#include "reduce/cpu/isa.h"
 #include "reduce/dtype.h"
-#include "reduce/isa.h"
 
 #include <benchmark/benchmark.h>
 

@@ -115,6 +115,7 @@ OpRequest allreduce_op(const Checker& k, const void* send, void* recv, size_t co
   k.buffer(send, b, "sendbuf"), k.buffer(recv, b, "recvbuf");
   OpRequest req{Collective::kAllreduce, send, recv, count, t, op};
   req.send_offset = k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
+  req.stream = stream;
   return req;
 }
 
@@ -123,6 +124,7 @@ OpRequest broadcast_op(const Checker& k, void* buf, size_t count, coll_datatype_
   k.buffer(buf, k.bytes(count, t), "buf");
   OpRequest req{Collective::kBroadcast, buf, buf, count, t, COLL_SUM, root};
   req.send_offset = 0;  // one buffer
+  req.stream = stream;
   return req;
 }
 
@@ -134,6 +136,7 @@ OpRequest reduce_op(const Checker& k, const void* send, void* recv, size_t count
   if (k.c.rank() == root) k.buffer(recv, b, "recvbuf");
   OpRequest req{Collective::kReduce, send, recv, count, t, op, root};
   req.send_offset = k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
+  req.stream = stream;
   return req;
 }
 
@@ -145,6 +148,7 @@ OpRequest allgather_op(const Checker& k, const void* send, void* recv, size_t co
   OpRequest req{Collective::kAllgather, send, recv, count, t};
   req.send_offset = k.overlap(send, b, recv, all, static_cast<int64_t>(b) * k.c.rank(),
                               "in place needs sendbuf == recvbuf + rank * sendcount");
+  req.stream = stream;
   return req;
 }
 
@@ -156,6 +160,7 @@ OpRequest reduce_scatter_op(const Checker& k, const void* send, void* recv, size
   OpRequest req{Collective::kReduceScatter, send, recv, count, t, op};
   req.send_offset = k.overlap(send, all, recv, b, -static_cast<int64_t>(b) * k.c.rank(),
                               "in place needs recvbuf == sendbuf + rank * recvcount");
+  req.stream = stream;
   return req;
 }
 
@@ -166,6 +171,7 @@ OpRequest alltoall_op(const Checker& k, const void* send, void* recv, size_t cou
   k.buffer(send, all, "sendbuf"), k.buffer(recv, all, "recvbuf");
   OpRequest req{Collective::kAlltoall, send, recv, count, t};
   req.send_offset = k.overlap(send, all, recv, all, 0, "in place needs sendbuf == recvbuf");
+  req.stream = stream;
   return req;
 }
 
@@ -173,8 +179,10 @@ OpRequest p2p_op(const Checker& k, Collective which, void* buf, size_t count, co
                  coll_stream_t stream) {
   k.datatype(t), k.stream(stream), k.rank_arg(peer, "peer");
   k.buffer(buf, k.bytes(count, t), "buf");
-  return which == Collective::kSend ? OpRequest{which, buf, nullptr, count, t, COLL_SUM, peer}
-                                    : OpRequest{which, nullptr, buf, count, t, COLL_SUM, peer};
+  OpRequest req = which == Collective::kSend ? OpRequest{which, buf, nullptr, count, t, COLL_SUM, peer}
+                                             : OpRequest{which, nullptr, buf, count, t, COLL_SUM, peer};
+  req.stream = stream;
+  return req;
 }
 
 OpRequest barrier_op(const Checker&) { return OpRequest{Collective::kBarrier}; }

@@ -248,7 +248,9 @@ Job Communicator::job_for(const OpRequest& op, bool grouped) {
              op.root,
              signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
              !grouped && !oneshot && may_access_directly(op),
-             oneshot};
+             oneshot,
+             op.kind,
+             op.stream};
 }
 
 namespace {

@@ -51,6 +51,8 @@ struct OpRequest {
   int root = 0;                          // or the peer of send/recv
   const char* algorithm = nullptr;       // forced (internal use); null: COLL_ALGO or the cost model
   std::optional<int64_t> send_offset{};  // in place: input address minus output address (the C API decides)
+  MemoryKind kind = MemoryKind::kHost;   // where send and recv live
+  void* stream = nullptr;                // the caller's coll_stream_t; null for host memory
 };
 
 class Communicator {

@@ -3,10 +3,8 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/op_signature.h"
-#include "reduce/reduce.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace coll {
 
@@ -24,6 +22,9 @@ constexpr size_t kMaxStaged = 8;
 // clock: a peer that is running answers within a few, and a clock read costs
 // as much as a small message's whole software path.
 constexpr int kLooksBeforeWait = 64;
+
+// An in-flight entry whose request has completed.
+constexpr uint32_t kHole = UINT32_MAX;
 
 bool is_local(OpKind k) { return k == OpKind::kCopy || k == OpKind::kReduce || k == OpKind::kDivide; }
 
@@ -76,177 +77,234 @@ void Graph::build(const std::vector<const algo::Schedule*>& schedules) {
 // dst = src (op) piece, for the piece of a received chunk at `offset`.
 void Executor::combine_piece(const transport::Sink& sink, size_t offset, const void* data, size_t bytes) {
   const Combine& c = *static_cast<const Combine*>(sink.context);
-  reduce::reduce(c.dtype, c.op, c.dst + offset, c.src + offset, data, bytes / c.elem_size);
+  c.backend->reduce(c.dtype, c.op, c.dst + offset, c.src + offset, data, bytes / c.elem_size, c.stream);
 }
 
 void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, ChannelCounters& counters,
                    transport::Transport& transport, const Deadline& deadline, FlightRecorder& recorder,
                    OpRecord& record) {
-  const Graph* graph = &jobs[0].plan->graph;
-  if (jobs.size() > 1) {
-    schedules_.clear();
-    for (const Job& j : jobs) schedules_.push_back(&j.plan->schedule);
-    batch_.build(schedules_);
-    graph = &batch_;
-  }
-  const Graph& g = *graph;
+  const Graph& g = graph_of(jobs);
   const size_t n = g.steps.size();
   if (n == 0) return;
+  call_ = Call{&jobs, &g, rank, nranks, seq, &counters, &transport, &deadline, &recorder, &record};
+  prepare();
+  while (call_.completed < n) {
+    run_local_steps();
+    post_ready();
+    if (call_.completed == n) break;
+    if (call_.oldest == in_flight_.size() && local_.empty()) fail_stalled();  // a schedule bug, not a slow peer
+    wait_and_complete();
+  }
+}
+
+const Graph& Executor::graph_of(const std::vector<Job>& jobs) {
+  if (jobs.size() == 1) return jobs[0].plan->graph;
+  schedules_.clear();
+  for (const Job& j : jobs) schedules_.push_back(&j.plan->schedule);
+  batch_.build(schedules_);
+  return batch_;
+}
+
+void Executor::prepare() {
+  const Graph& g = *call_.graph;
+  const std::vector<Job>& jobs = *call_.jobs;
   waiting_.assign(g.deps.begin(), g.deps.end());
   local_.assign(g.ready.begin(), g.ready.end());
   send_next_.assign(g.sends.size(), 0);
   recv_next_.assign(g.recvs.size(), 0);
-
   if (scratch_.size() < jobs.size()) scratch_.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j)
     if (scratch_[j].size() < jobs[j].plan->schedule.scratch_bytes)
       scratch_[j].resize(jobs[j].plan->schedule.scratch_bytes);
-  staging_.resize(kMaxStaged);             // each buffer grows when a receive first needs it (below)
+  staging_.resize(kMaxStaged);             // each buffer grows when a receive first needs it (post_recv)
   if (free_slots_.size() != kMaxStaged) {  // a run that failed kept some
     free_slots_.clear();
     for (size_t i = 0; i < kMaxStaged; ++i) free_slots_.push_back(kMaxStaged - 1 - i);
   }
-  slot_of_.assign(n, SIZE_MAX);
-  if (combine_.size() < n) combine_.resize(n);  // sinks point into it: grown only, never moved
+  slot_of_.assign(g.steps.size(), SIZE_MAX);
+  if (combine_.size() < g.steps.size())
+    combine_.resize(g.steps.size());  // sinks point into it: grown only, never moved
   in_flight_.clear();
+}
 
-  auto address = [&](uint32_t i, const algo::Region& r) -> std::byte* {
-    const Job& job = jobs[g.job_of[i]];
-    void* b = r.buffer == BufferId::kSend   ? const_cast<void*>(job.send)
-              : r.buffer == BufferId::kRecv ? job.recv
-                                            : static_cast<void*>(scratch_[g.job_of[i]].data());
-    return static_cast<std::byte*>(b) + r.offset;
-  };
-  const auto elems = [&](uint32_t i) { return g.steps[i]->bytes / jobs[g.job_of[i]].plan->schedule.elem_size; };
+const Job& Executor::job_of(uint32_t i) const { return (*call_.jobs)[call_.graph->job_of[i]]; }
 
-  size_t completed = 0;
-  int idle_looks = 0;  // polls in a row that completed nothing
-  auto finish = [&](uint32_t i) {
-    record.steps_done.store(static_cast<uint32_t>(++completed), std::memory_order_relaxed);
-    for (uint32_t k = g.dependents_start[i]; k < g.dependents_start[i + 1]; ++k) {
-      uint32_t d = g.dependents[k];
-      if (--waiting_[d] == 0 && is_local(g.steps[d]->kind)) local_.push_back(d);
-    }
-  };
+std::byte* Executor::address(uint32_t i, const algo::Region& r) {
+  const Job& job = job_of(i);
+  void* b = r.buffer == BufferId::kSend   ? const_cast<void*>(job.send)
+            : r.buffer == BufferId::kRecv ? job.recv
+                                          : static_cast<void*>(scratch_[call_.graph->job_of[i]].data());
+  return static_cast<std::byte*>(b) + r.offset;
+}
 
-  // Posts every channel head whose dependencies are done.
-  auto post_ready = [&] {
-    for (size_t c = 0; c < g.sends.size(); ++c) {
-      const Graph::Channel& ch = g.sends[c];
-      while (send_next_[c] < ch.steps.size() && waiting_[ch.steps[send_next_[c]]] == 0) {
-        uint32_t i = ch.steps[send_next_[c]++];
-        const uint64_t tag = make_tag(jobs[g.job_of[i]].signature, counters.sent[static_cast<size_t>(ch.peer)]++);
-        in_flight_.emplace_back(transport.post_send(ch.peer, address(i, g.steps[i]->src), g.steps[i]->bytes, tag), i);
-      }
-    }
-    for (size_t c = 0; c < g.recvs.size(); ++c) {
-      const Graph::Channel& ch = g.recvs[c];
-      while (recv_next_[c] < ch.steps.size() && waiting_[ch.steps[recv_next_[c]]] == 0) {
-        uint32_t i = ch.steps[recv_next_[c]];
-        const Step& s = *g.steps[i];
-        const uint64_t tag = make_tag(jobs[g.job_of[i]].signature, counters.received[static_cast<size_t>(ch.peer)]);
-        if (s.kind == OpKind::kRecvReduce && transport.delivers_pieces_from(ch.peer)) {
-          const Job& job = jobs[g.job_of[i]];
-          combine_[i] = Combine{job.dtype, job.op, job.plan->schedule.elem_size, address(i, s.dst), address(i, s.src)};
-          ++recv_next_[c];
-          ++counters.received[static_cast<size_t>(ch.peer)];
-          in_flight_.emplace_back(transport.post_recv_sink(ch.peer, s.bytes, tag, {&combine_piece, &combine_[i]}), i);
-          continue;
-        }
-        void* into;
-        if (s.kind == OpKind::kRecvReduce) {
-          if (free_slots_.empty()) break;
-          slot_of_[i] = free_slots_.back();
-          free_slots_.pop_back();
-          // Grown on first need only: a transport that delivers pieces
-          // never stages.
-          std::vector<std::byte>& staging = staging_[slot_of_[i]];
-          if (staging.size() < s.bytes) staging.resize(g.max_staged_bytes);
-          into = staging.data();
-        } else {
-          into = address(i, g.steps[i]->dst);
-        }
-        ++recv_next_[c];
-        ++counters.received[static_cast<size_t>(ch.peer)];
-        in_flight_.emplace_back(transport.post_recv(ch.peer, into, s.bytes, tag), i);
-      }
-    }
-  };
-  // The step a completed request belongs to. Requests are kept in posting
-  // order and mostly complete in it, so the search starts at the oldest one
-  // still in flight (a broadcast may post thousands of receives at once; a
-  // hash map would allocate per request). Finished entries become holes.
-  constexpr uint32_t kHole = UINT32_MAX;
-  size_t oldest = 0;
-  auto take = [&](transport::RequestId id) {
-    size_t k = oldest;
-    while (k < in_flight_.size() && (in_flight_[k].second == kHole || in_flight_[k].first != id)) ++k;
-    if (k == in_flight_.size()) fail(Code::kInternal, "rank ", rank, ": unknown request ", id, " completed");
-    uint32_t i = in_flight_[k].second;
-    in_flight_[k].second = kHole;
-    while (oldest < in_flight_.size() && in_flight_[oldest].second == kHole) ++oldest;
-    if (oldest == in_flight_.size()) in_flight_.clear(), oldest = 0;
-    return i;
-  };
+size_t Executor::elems(uint32_t i) const { return call_.graph->steps[i]->bytes / job_of(i).plan->schedule.elem_size; }
 
-  while (completed < n) {
-    while (!local_.empty()) {
-      uint32_t i = local_.back();
-      local_.pop_back();
+// Counts step i done and readies the local steps that waited only on it.
+void Executor::finish(uint32_t i) {
+  const Graph& g = *call_.graph;
+  call_.record->steps_done.store(static_cast<uint32_t>(++call_.completed), std::memory_order_relaxed);
+  for (uint32_t k = g.dependents_start[i]; k < g.dependents_start[i + 1]; ++k) {
+    uint32_t d = g.dependents[k];
+    if (--waiting_[d] == 0 && is_local(g.steps[d]->kind)) local_.push_back(d);
+  }
+}
+
+void Executor::run_local_steps() {
+  while (!local_.empty()) {
+    uint32_t i = local_.back();
+    local_.pop_back();
+    const Step& s = *call_.graph->steps[i];
+    const Job& job = job_of(i);
+    const reduce::Backend& backend = reduce::backend_for(job.kind);
+    if (s.kind == OpKind::kCopy)
+      backend.copy(address(i, s.dst), address(i, s.src), s.bytes, job.stream);
+    else if (s.kind == OpKind::kReduce)
+      backend.reduce(job.dtype, job.op, address(i, s.dst), address(i, s.dst), address(i, s.src), elems(i), job.stream);
+    else
+      backend.divide(job.dtype, address(i, s.dst), elems(i), call_.nranks, job.stream);
+    finish(i);
+  }
+}
+
+// Posts every channel head whose dependencies are done.
+void Executor::post_ready() {
+  const Graph& g = *call_.graph;
+  for (size_t c = 0; c < g.sends.size(); ++c) {
+    const Graph::Channel& ch = g.sends[c];
+    while (send_next_[c] < ch.steps.size() && waiting_[ch.steps[send_next_[c]]] == 0) {
+      uint32_t i = ch.steps[send_next_[c]++];
+      const uint64_t tag = make_tag(job_of(i).signature, call_.counters->sent[static_cast<size_t>(ch.peer)]++);
       const Step& s = *g.steps[i];
-      const Job& job = jobs[g.job_of[i]];
-      if (s.kind == OpKind::kCopy)
-        std::memmove(address(i, s.dst), address(i, s.src), s.bytes);
-      else if (s.kind == OpKind::kReduce)
-        reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.dst), address(i, s.src), elems(i));
-      else
-        reduce::divide(job.dtype, address(i, s.dst), elems(i), nranks);
-      finish(i);
-    }
-    post_ready();
-    if (completed == n) break;
-    if (oldest == in_flight_.size() && local_.empty())  // nothing can ever move: a schedule bug, not a slow peer
-      fail(Code::kInternal, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].plan->schedule.algorithm,
-           ") stalled with ", n - completed, " of ", n, " steps unfinished and nothing in flight");
-
-    done_.clear();
-    const bool wait = local_.empty() && idle_looks >= kLooksBeforeWait;
-    transport.poll(done_, wait ? deadline.remaining_ms(100) : 0);
-    idle_looks = done_.empty() ? idle_looks + 1 : 0;
-    if (wait && done_.empty()) {  // a long wait: say on whom, for the flight recorder
-      if (deadline.cancelled())
-        fail(Code::kInvalidUsage, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].plan->schedule.algorithm,
-             ") was aborted (coll_comm_abort) with ", n - completed, " of ", n, " steps unfinished");
-      if ((idle_looks - kLooksBeforeWait) % 64 == 1) recorder.waiting_on(record, peers_in_flight(g));
-    }
-    for (transport::RequestId id : done_) {
-      uint32_t i = take(id);
-      const Step& s = *g.steps[i];
-      if (s.kind == OpKind::kRecvReduce && slot_of_[i] != SIZE_MAX) {  // staged, not reduced by a sink
-        const Job& job = jobs[g.job_of[i]];
-        reduce::reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src), staging_[slot_of_[i]].data(), elems(i));
-        free_slots_.push_back(slot_of_[i]);
-      }
-      finish(i);
-    }
-    if (done_.empty() && wait && deadline.expired()) {
-      std::string pending;
-      for (const auto* channels : {&g.sends, &g.recvs})
-        for (const Graph::Channel& ch : *channels) {
-          std::string p = transport.pending_with(ch.peer);
-          if (!p.empty() && pending.find(p) == std::string::npos) pending += (pending.empty() ? "" : "; ") + p;
-        }
-      fail(Code::kTimeout, "rank ", rank, ": ", jobs[0].what, " #", seq, " (", jobs[0].plan->schedule.algorithm,
-           ") timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") with ", n - completed, " of ", n,
-           " steps unfinished; pending: ", pending.empty() ? "nothing posted" : pending);
+      in_flight_.emplace_back(call_.transport->post_send(ch.peer, address(i, s.src), s.bytes, tag), i);
     }
   }
+  for (size_t c = 0; c < g.recvs.size(); ++c) {
+    const Graph::Channel& ch = g.recvs[c];
+    while (recv_next_[c] < ch.steps.size() && waiting_[ch.steps[recv_next_[c]]] == 0 &&
+           post_recv(ch.peer, ch.steps[recv_next_[c]]))
+      ++recv_next_[c];
+  }
+}
+
+// Posts receive step i from `peer`: into its place, to a sink that reduces
+// the pieces as they come, or into a staging buffer. False when every
+// staging buffer is taken (the receive waits for one).
+bool Executor::post_recv(int peer, uint32_t i) {
+  const Step& s = *call_.graph->steps[i];
+  const Job& job = job_of(i);
+  uint64_t& received = call_.counters->received[static_cast<size_t>(peer)];
+  const uint64_t tag = make_tag(job.signature, received);
+  transport::Transport& transport = *call_.transport;
+  if (s.kind == OpKind::kRecvReduce && transport.delivers_pieces_from(peer)) {
+    combine_[i] = Combine{.backend = &reduce::backend_for(job.kind),
+                          .stream = job.stream,
+                          .dtype = job.dtype,
+                          .op = job.op,
+                          .elem_size = job.plan->schedule.elem_size,
+                          .dst = address(i, s.dst),
+                          .src = address(i, s.src)};
+    ++received;
+    in_flight_.emplace_back(transport.post_recv_sink(peer, s.bytes, tag, {&combine_piece, &combine_[i]}), i);
+    return true;
+  }
+  void* into;
+  if (s.kind == OpKind::kRecvReduce) {
+    if (free_slots_.empty()) return false;
+    slot_of_[i] = free_slots_.back();
+    free_slots_.pop_back();
+    // Grown on first need only: a transport that delivers pieces never stages.
+    std::vector<std::byte>& staging = staging_[slot_of_[i]];
+    if (staging.size() < s.bytes) staging.resize(call_.graph->max_staged_bytes);
+    into = staging.data();
+  } else {
+    into = address(i, s.dst);
+  }
+  ++received;
+  in_flight_.emplace_back(transport.post_recv(peer, into, s.bytes, tag), i);
+  return true;
+}
+
+// Polls the transport (waiting, after kLooksBeforeWait idle looks, up to the
+// deadline) and completes what it reports.
+void Executor::wait_and_complete() {
+  done_.clear();
+  const bool wait = local_.empty() && call_.idle_looks >= kLooksBeforeWait;
+  call_.transport->poll(done_, wait ? call_.deadline->remaining_ms(100) : 0);
+  call_.idle_looks = done_.empty() ? call_.idle_looks + 1 : 0;
+  if (wait && done_.empty()) {  // a long wait: say on whom, for the flight recorder
+    if (call_.deadline->cancelled()) fail_aborted();
+    if ((call_.idle_looks - kLooksBeforeWait) % 64 == 1)
+      call_.recorder->waiting_on(*call_.record, peers_in_flight(*call_.graph));
+  }
+  for (transport::RequestId id : done_) complete(take(id));
+  if (done_.empty() && wait && call_.deadline->expired()) fail_timed_out();
+}
+
+// The step a completed request belongs to. Requests are kept in posting
+// order and mostly complete in it, so the search starts at the oldest one
+// still in flight (a broadcast may post thousands of receives at once; a
+// hash map would allocate per request). Finished entries become holes.
+uint32_t Executor::take(transport::RequestId id) {
+  size_t& oldest = call_.oldest;
+  size_t k = oldest;
+  while (k < in_flight_.size() && (in_flight_[k].second == kHole || in_flight_[k].first != id)) ++k;
+  if (k == in_flight_.size()) fail(Code::kInternal, "rank ", call_.rank, ": unknown request ", id, " completed");
+  uint32_t i = in_flight_[k].second;
+  in_flight_[k].second = kHole;
+  while (oldest < in_flight_.size() && in_flight_[oldest].second == kHole) ++oldest;
+  if (oldest == in_flight_.size()) in_flight_.clear(), oldest = 0;
+  return i;
+}
+
+// A transfer is done; a staged receive is reduced into place first (one a
+// sink took is reduced already).
+void Executor::complete(uint32_t i) {
+  const Step& s = *call_.graph->steps[i];
+  if (s.kind == OpKind::kRecvReduce && slot_of_[i] != SIZE_MAX) {
+    const Job& job = job_of(i);
+    reduce::backend_for(job.kind).reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src),
+                                         staging_[slot_of_[i]].data(), elems(i), job.stream);
+    free_slots_.push_back(slot_of_[i]);
+  }
+  finish(i);
+}
+
+// "rank 1: allreduce #7 (ring)", the start of every failure's message.
+std::string Executor::describe_call() const {
+  const Job& first = (*call_.jobs)[0];
+  return "rank " + std::to_string(call_.rank) + ": " + first.what + " #" + std::to_string(call_.seq) + " (" +
+         first.plan->schedule.algorithm + ")";
+}
+
+std::string Executor::describe_unfinished() const {
+  const size_t n = call_.graph->steps.size();
+  return std::to_string(n - call_.completed) + " of " + std::to_string(n) + " steps unfinished";
+}
+
+void Executor::fail_stalled() const {
+  fail(Code::kInternal, describe_call(), " stalled with ", describe_unfinished(), " and nothing in flight");
+}
+
+void Executor::fail_aborted() const {
+  fail(Code::kInvalidUsage, describe_call(), " was aborted (coll_comm_abort) with ", describe_unfinished());
+}
+
+void Executor::fail_timed_out() const {
+  std::string pending;
+  for (const auto* channels : {&call_.graph->sends, &call_.graph->recvs})
+    for (const Graph::Channel& ch : *channels) {
+      std::string p = call_.transport->pending_with(ch.peer);
+      if (!p.empty() && pending.find(p) == std::string::npos) pending += (pending.empty() ? "" : "; ") + p;
+    }
+  const Deadline& deadline = *call_.deadline;
+  fail(Code::kTimeout, describe_call(), " timed out after ", deadline.budget_ms(), " ms (", deadline.setting(),
+       ") with ", describe_unfinished(), "; pending: ", pending.empty() ? "nothing posted" : pending);
 }
 
 std::string Executor::peers_in_flight(const Graph& g) const {
   std::vector<int> peers;
   for (const auto& [id, step] : in_flight_)
-    if (step != UINT32_MAX) peers.push_back(g.steps[step]->peer);
+    if (step != kHole) peers.push_back(g.steps[step]->peer);
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   std::string out;

@@ -10,7 +10,9 @@
 
 #include "algorithms/schedule.h"
 #include "base/deadline.h"
+#include "base/memory_kind.h"
 #include "core/flight_recorder.h"
+#include "reduce/backend.h"
 #include "transport/transport.h"
 
 #include <coll/coll.h>
@@ -72,6 +74,8 @@ struct Job {
   uint64_t signature = 0;      // OpSignature::bits(): in every message's tag
   bool direct_access = false;  // an allreduce that core/direct_access.cc may run, if every rank's buffers allow
   bool oneshot = false;        // an allreduce that core/oneshot.cc runs (plan is null)
+  MemoryKind kind = MemoryKind::kHost;  // of send and recv: picks the backend of the local steps (reduce/backend.h)
+  void* stream = nullptr;               // the caller's coll_stream_t; null for host memory
 };
 
 // Message counters per peer rank and direction. Both ends of a pair count
@@ -91,8 +95,45 @@ class Executor {
            transport::Transport& transport, const Deadline& deadline, FlightRecorder& recorder, OpRecord& record);
 
  private:
+  // What one run() works on, set at its start; the steps below read it.
+  struct Call {
+    std::vector<Job>* jobs = nullptr;
+    const Graph* graph = nullptr;
+    int rank = 0, nranks = 0;
+    uint64_t seq = 0;
+    ChannelCounters* counters = nullptr;
+    transport::Transport* transport = nullptr;
+    const Deadline* deadline = nullptr;
+    FlightRecorder* recorder = nullptr;
+    OpRecord* record = nullptr;
+    size_t completed = 0;  // steps done
+    int idle_looks = 0;    // polls in a row that completed nothing
+    size_t oldest = 0;     // in_flight_'s oldest entry that is not a hole
+  };
+
+  const Graph& graph_of(const std::vector<Job>& jobs);
+  void prepare();
+  void run_local_steps();
+  void post_ready();
+  bool post_recv(int peer, uint32_t step);
+  void wait_and_complete();
+  uint32_t take(transport::RequestId id);
+  void complete(uint32_t step);
+  void finish(uint32_t step);
+
+  const Job& job_of(uint32_t step) const;
+  std::byte* address(uint32_t step, const algo::Region& region);
+  size_t elems(uint32_t step) const;
+
+  std::string describe_call() const;
+  std::string describe_unfinished() const;
+  [[noreturn]] void fail_stalled() const;
+  [[noreturn]] void fail_aborted() const;
+  [[noreturn]] void fail_timed_out() const;
   // "1,3": the peers of the requests still in flight.
   std::string peers_in_flight(const Graph& g) const;
+
+  Call call_;
 
   // The batch's graph when it holds several jobs (one job uses its plan's).
   Graph batch_;
@@ -109,6 +150,8 @@ class Executor {
   // A received chunk reduced piece by piece straight from the transport's
   // buffers (transports that deliver pieces): what the sink needs.
   struct Combine {
+    const reduce::Backend* backend;
+    void* stream;
     coll_datatype_t dtype;
     coll_redop_t op;
     size_t elem_size;

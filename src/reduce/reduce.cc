@@ -1,8 +1,8 @@
 #include "reduce/reduce.h"
 
 #include "base/error.h"
+#include "reduce/cpu/isa.h"
 #include "reduce/half.h"
-#include "reduce/isa.h"
 
 #include <cstdint>
 #include <type_traits>

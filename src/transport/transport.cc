@@ -27,8 +27,6 @@ RequestId Transport::post_recv_sink(int peer, size_t, uint64_t, const Sink&) {
        ", but this transport does not deliver pieces");
 }
 
-const char* memory_kind_name(MemoryKind kind) { return kind == MemoryKind::kCuda ? "cuda" : "host"; }
-
 void Transport::lacks(const char* what) const {
   fail(Code::kInvalidUsage, capabilities().name, " transport: ", what,
        " is not something it offers (see its capabilities)");

@@ -24,6 +24,7 @@
 
 #include "base/deadline.h"
 #include "base/error.h"
+#include "base/memory_kind.h"
 
 #include <array>
 #include <cstddef>
@@ -34,10 +35,9 @@
 
 namespace coll::transport {
 
-// Where a buffer lives: copies and reductions, and what a transport can
-// move, depend on it (reduce/ chooses its backend by kind).
-enum class MemoryKind : uint8_t { kHost, kCuda };
-const char* memory_kind_name(MemoryKind kind);
+// Where a buffer lives (base/memory_kind.h), under its old name here too.
+using coll::memory_kind_name;
+using coll::MemoryKind;
 
 // A transport's own link parameters, the defaults of the cost model for
 // its link class (a tuning file may override them; core/link_models.cc).

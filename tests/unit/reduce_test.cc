@@ -2,8 +2,10 @@
 // computed independently (wide integers, double, the compiler's _Float16),
 // once per instruction set this CPU has (portable, AVX2, AVX-512).
 #include "reduce/reduce.h"
+#include "base/error.h"
+#include "reduce/backend.h"
+#include "reduce/cpu/isa.h"
 #include "reduce/half.h"
-#include "reduce/isa.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace coll::reduce {
@@ -245,6 +248,26 @@ TEST(Reduce, NamesAndSizes) {
   EXPECT_STREQ(redop_name(COLL_AVG), "avg");
   EXPECT_FALSE(valid_redop(COLL_NUM_REDOPS));
   EXPECT_FALSE(valid_datatype(-1));
+}
+
+// Host buffers get the CPU kernels; a build without CUDA refuses CUDA
+// buffers with a message instead of touching device pointers.
+TEST(Reduce, BackendByMemoryKind) {
+  const Backend& cpu = backend_for(MemoryKind::kHost);
+  EXPECT_STREQ(cpu.name, "cpu");
+  float a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, out[3];
+  cpu.reduce(COLL_FLOAT32, COLL_SUM, out, a, b, 3, nullptr);
+  cpu.divide(COLL_FLOAT32, out, 3, 5, nullptr);
+  cpu.copy(a, out, sizeof out, nullptr);
+  EXPECT_EQ(a[0], 1.0f);
+  EXPECT_EQ(a[2], 9.0f / 5.0f);
+  try {
+    backend_for(MemoryKind::kCuda);
+    FAIL() << "a CUDA backend in a build without one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no cuda backend"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

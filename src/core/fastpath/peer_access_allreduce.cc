@@ -60,8 +60,8 @@
 #include "base/log.h"
 #include "core/comm.h"
 #include "core/op_signature.h"
+#include "reduce/cpu/stream.h"
 #include "reduce/reduce.h"
-#include "reduce/stream.h"
 #include "transport/registry.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "reduce/isa.h"
+#include "reduce/cpu/isa.h"
 
 #include "base/config.h"
 #include "base/error.h"

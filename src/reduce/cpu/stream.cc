@@ -1,4 +1,4 @@
-#include "reduce/stream.h"
+#include "reduce/cpu/stream.h"
 
 #include <algorithm>
 #include <cstdint>

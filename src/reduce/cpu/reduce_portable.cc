@@ -1,7 +1,7 @@
 // The reduction kernels for any CPU: one element per "vector", so float16 and
 // bfloat16 go through the scalar conversions of half.h.
+#include "reduce/cpu/isa.h"
 #include "reduce/half.h"
-#include "reduce/isa.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -20,6 +20,6 @@ inline Vec mul(Vec a, Vec b) { return a * b; }
 inline Vec min_of(Vec a, Vec b) { return b < a ? b : a; }
 inline Vec max_of(Vec a, Vec b) { return a < b ? b : a; }
 
-#include "reduce/kernels.inc"
+#include "reduce/cpu/kernels.inc"
 
 }  // namespace coll::reduce::portable

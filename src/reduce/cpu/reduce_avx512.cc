@@ -1,7 +1,7 @@
 // The reduction kernels for AVX-512 (16 float32 lanes); compiled with
 // -mavx512f -mavx512bw -mavx512vl and called only when the CPU has them
 // (isa.cc). The conversions follow reduce_avx2.cc, twice as wide.
-#include "reduce/isa.h"
+#include "reduce/cpu/isa.h"
 
 #include <immintrin.h>
 
@@ -39,6 +39,6 @@ inline Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
 inline Vec min_of(Vec a, Vec b) { return _mm512_min_ps(b, a); }  // b < a ? b : a
 inline Vec max_of(Vec a, Vec b) { return _mm512_max_ps(b, a); }  // b > a ? b : a
 
-#include "reduce/kernels.inc"
+#include "reduce/cpu/kernels.inc"
 
 }  // namespace coll::reduce::avx512

@@ -6,7 +6,7 @@
 // rounds in integer arithmetic (add 0x7fff plus the lowest kept bit) rather
 // than with a conversion instruction, because AVX512_BF16's conversion
 // flushes subnormals to zero and half.h does not.
-#include "reduce/isa.h"
+#include "reduce/cpu/isa.h"
 
 #include <immintrin.h>
 
@@ -45,6 +45,6 @@ inline Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
 inline Vec min_of(Vec a, Vec b) { return _mm256_min_ps(b, a); }  // b < a ? b : a
 inline Vec max_of(Vec a, Vec b) { return _mm256_max_ps(b, a); }  // b > a ? b : a
 
-#include "reduce/kernels.inc"
+#include "reduce/cpu/kernels.inc"
 
 }  // namespace coll::reduce::avx2

@@ -1,0 +1,32 @@
+// Which backend serves which memory kind: the CPU kernels for host memory,
+// and none yet for CUDA memory (a GPU build adds reduce/cuda/).
+#include "reduce/backend.h"
+
+#include "base/error.h"
+#include "reduce/reduce.h"
+
+#include <cstring>
+
+namespace coll::reduce {
+namespace {
+
+// The stream is ignored: host work is done when the call returns.
+void cpu_copy(void* dst, const void* src, size_t bytes, void*) { std::memmove(dst, src, bytes); }
+void cpu_reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count, void*) {
+  reduce(dtype, op, dst, a, b, count);
+}
+void cpu_divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, void*) {
+  divide(dtype, dst, count, divisor);
+}
+
+const Backend kCpu{.name = "cpu", .copy = cpu_copy, .reduce = cpu_reduce, .divide = cpu_divide};
+
+}  // namespace
+
+const Backend& backend_for(MemoryKind kind) {
+  if (kind == MemoryKind::kHost) return kCpu;
+  fail(Code::kInvalidArgument, memory_kind_name(kind), " memory: this build has no ", memory_kind_name(kind),
+       " backend for copies and reductions");
+}
+
+}  // namespace coll::reduce

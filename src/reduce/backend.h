@@ -1,0 +1,30 @@
+// Copies and reductions by memory kind, as UCC's mc/ec components: the
+// executor's local steps run on the backend of the buffers' kind, so that
+// a GPU build adds reduce/cuda/ without touching the executor.
+#pragma once
+
+#include "base/memory_kind.h"
+
+#include <coll/coll.h>
+
+#include <cstddef>
+
+namespace coll::reduce {
+
+// The operations one memory kind offers. `stream` is the caller's
+// coll_stream_t (null for host memory); a backend that runs asynchronously
+// orders its work on it, the host backend runs before it returns.
+// Semantics of reduce and divide as in reduce.h; copy allows overlap.
+struct Backend {
+  const char* name;
+  void (*copy)(void* dst, const void* src, size_t bytes, void* stream);
+  void (*reduce)(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count,
+                 void* stream);
+  void (*divide)(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* stream);
+};
+
+// The backend for buffers of `kind`. Throws coll::Error kInvalidArgument for
+// a kind this build has no backend for.
+const Backend& backend_for(MemoryKind kind);
+
+}  // namespace coll::reduce
