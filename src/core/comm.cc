@@ -7,6 +7,7 @@
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
 #include "core/exchange_queue.h"
+#include "core/fastpath/fastpath.h"
 #include "core/link_models.h"
 #include "core/op_signature.h"
 #include "core/pair_exchange.h"
@@ -89,17 +90,6 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   }
   for (int r = 0; r < nranks_; ++r)
     if (r != rank_) others_.push_back(r);
-  if (one_node) {  // fastpath/peer_access_allreduce.cc
-    auto bytes = [](const char* name) {
-      const int64_t v = config::get_int(name);
-      if (v < 0) fail(Code::kInvalidArgument, name, "=", v, " must not be negative");
-      return static_cast<size_t>(v);
-    };
-    if (config::get_bool("COLL_SHM_MAPPED")) direct_bytes_ = bytes("COLL_SHM_DIRECT_BYTES");
-    if (config::get_bool("COLL_SHM_STAGED")) staged_bytes_ = bytes("COLL_SHM_STAGED_BYTES");
-    stream_bytes_ = bytes("COLL_SHM_STREAM_BYTES");
-    staged_stream_bytes_ = bytes("COLL_SHM_STAGED_STREAM_BYTES");
-  }
   if (chunk_bytes_ == 0) chunk_bytes_ = static_cast<size_t>(selector_->link().chunk_bytes);  // COLL_CHUNK_BYTES unset
   std::vector<std::string> hosts;
   for (const std::string& a : addresses_) hosts.push_back(Router::host_of(a));
@@ -116,7 +106,9 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
           node_link_ = selector_->model().link(transport_->transport_for(r, addresses_[static_cast<size_t>(r)]).name);
     }
   }
-  if (std::min(direct_bytes_, staged_bytes_) != SIZE_MAX) prepare_direct_access();
+  // The fast paths of one node: the peer-access allreduce's settings are
+  // read (and a bad one reported) before this rank joins its peers.
+  std::unique_ptr<FastPath> peer_access = one_node ? make_peer_access_allreduce(*this) : nullptr;
   recorder_ = std::make_unique<FlightRecorder>(rank_, nranks_, transport::job_tag(id.secret, prefix_),
                                                Router::host_of(addresses_[static_cast<size_t>(rank_)]));
   if (prefix_.empty()) place_this_rank();  // once per process: split communicators share its thread
@@ -124,15 +116,14 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     algo::Ring ring(rank_, nranks_, ring_order_);
     connect({ring.prev(), ring.next()}, deadline);
   }
-  // fastpath/board_allreduce.cc: every peer's board, mapped now; after the pinning above, so
-  // that our segment, which we write at every call, is on our NUMA node.
+  // Every peer's board, mapped now (fastpath/board_allreduce.cc); after the
+  // pinning above, so that our segment, which we write at every call, is on
+  // our NUMA node.
   if (one_node) {
     connect(others_, deadline);
-    const int64_t v = config::get_int("COLL_SHM_ONESHOT_BYTES");
-    if (v < 0) fail(Code::kInvalidArgument, "COLL_SHM_ONESHOT_BYTES=", v, " must not be negative");
-    transport::Board* board = transport_->board();
-    oneshot_bytes_ = board == nullptr ? 0 : std::min(static_cast<size_t>(v), board->bytes());
+    if (auto board = make_board_allreduce(*this)) fast_paths_.push_back(std::move(board));  // the smaller sizes first
   }
+  if (peer_access) fast_paths_.push_back(std::move(peer_access));
   log::info(log::kInit, "rank ", rank_, " of ", nranks_, prefix_.empty() ? "" : " (split ", prefix_,
             prefix_.empty() ? "" : ")", " joined (store ", id.store_address, ", transports ",
             transport_->local_address(), ")");
@@ -140,6 +131,19 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
 void Communicator::connect(const std::vector<int>& peers, const Deadline& deadline) {
   transport_->connect(peers, addresses_, *pairs_, deadline);
+}
+
+void Communicator::compile_own(const OpRequest& op, std::vector<Job>& jobs) { compile({&op, 1}, jobs); }
+
+// An operation the library runs inside the caller's (a fast path's offers
+// and barriers): through the same executor, counters and deadline, so that
+// it fails, times out and aborts like the caller's operation.
+void Communicator::run_inside(std::vector<Job>& job, const void* send, void* recv, const Deadline& deadline,
+                              OpRecord& record) {
+  job[0].send = send;
+  job[0].recv = recv;
+  connect(job[0].plan->peers, deadline);
+  executor_.run(job, rank_, nranks_, seq_, counters_, *transport_, deadline, *recorder_, record);
 }
 
 // Learns this rank's place on its node (local rank, NUMA node, GPU, NIC)
@@ -163,8 +167,6 @@ void Communicator::place_this_rank() {
 Communicator::~Communicator() {
   exchanges_->close();  // a send or receive left unanswered cannot be answered now
   worker_.reset();      // finishes what was issued
-  // Peers that mapped it keep their mapping (region.h): freeing is safe.
-  if (staging_ != nullptr) transport::free_shareable(staging_);
   // Only the job's first communicator says goodbye: the store serves the job.
   if (store_ && prefix_.empty()) store_->bye(nranks_);
 }
@@ -212,33 +214,34 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   return plan;
 }
 
-// An allreduce that fastpath/peer_access_allreduce.cc may run, if every rank's buffers
-// allow: large enough, on one node (direct_bytes_ in mapped mode,
-// staged_bytes_), and its algorithm not named by the caller or COLL_ALGO.
-bool Communicator::may_access_directly(const OpRequest& op) const {
-  return unnamed_allreduce(op) && op.count * reduce::datatype_size(op.dtype) >= std::min(direct_bytes_, staged_bytes_);
-}
-
 // An allreduce whose algorithm neither the caller nor COLL_ALGO named: the
-// library may run it outside the schedules (fastpath/peer_access_allreduce.cc, fastpath/board_allreduce.cc).
+// library may run it outside the schedules (fastpath/).
 bool Communicator::unnamed_allreduce(const OpRequest& op) const {
   return op.collective == algo::Collective::kAllreduce && op.algorithm == nullptr &&
          !selector_->fixed(algo::Collective::kAllreduce);
 }
 
-// A one-shot allreduce needs no plan, and at its size looking one up is a
-// fair part of the call. Neither it nor the direct-access allreduce runs in
-// a group: a group's other operations may differ from rank to rank (sends
-// on some, none on others), and its allreduce must run the same way on all.
+// The board allreduce needs no plan, and at its size looking one up is a
+// fair part of the call. No fast path runs in a group: a group's other
+// operations may differ from rank to rank (sends on some, none on others),
+// and its allreduce must run the same way on all.
 void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped) {
   if (grouped) return compile_group(ops, jobs);
   jobs.clear();
   for (const OpRequest& op : ops) jobs.push_back(job_for(op, false));
 }
 
+// The first fast path that takes the operation, if any (see compile).
+FastPath* Communicator::fast_path_for(const OpRequest& op, bool grouped) const {
+  if (grouped || !unnamed_allreduce(op)) return nullptr;
+  for (const auto& f : fast_paths_)
+    if (f->takes(op)) return f.get();
+  return nullptr;
+}
+
 Job Communicator::job_for(const OpRequest& op, bool grouped) {
-  const bool oneshot = !grouped && may_run_oneshot(op);
-  return Job{oneshot ? nullptr : plan_for(op),
+  FastPath* fast = fast_path_for(op, grouped);
+  return Job{fast != nullptr && !fast->needs_plan() ? nullptr : plan_for(op),
              op.send,
              op.recv,
              op.dtype,
@@ -247,8 +250,7 @@ Job Communicator::job_for(const OpRequest& op, bool grouped) {
              op.count,
              op.root,
              signature_of(op.collective, op.dtype, op.op, op.root, op.count).bits(),
-             !grouped && !oneshot && may_access_directly(op),
-             oneshot,
+             fast,
              op.kind,
              op.stream};
 }
@@ -307,19 +309,14 @@ void Communicator::execute(std::vector<Job>& jobs) {
   ++seq_;
   const Job& first = jobs[0];
   size_t steps = 0;
-  for (const Job& j : jobs) steps += j.oneshot ? 0 : j.plan->schedule.steps.size();
-  const std::string& algorithm = first.oneshot ? kOneshot : first.plan->schedule.algorithm;
+  for (const Job& j : jobs) steps += j.plan == nullptr ? 0 : j.plan->schedule.steps.size();
+  const std::string& algorithm = first.plan == nullptr ? first.fast_path->name() : first.plan->schedule.algorithm;
   OpRecord& record = recorder_->begin(seq_, first.what, first.count, first.dtype, first.op, first.root,
                                       static_cast<uint32_t>(jobs.size()), static_cast<uint32_t>(steps), algorithm);
   log::trace(log::kColl, first.what, " #", seq_, ": ", jobs.size(), " job(s), ", algorithm, ", ", steps, " steps");
   try {
     Deadline deadline = Deadline::after_ms(timeout_ms_, &aborted_);
-    if (jobs.size() == 1 && first.oneshot) {
-      oneshot(first, deadline, record);
-      recorder_->end(record, nullptr);
-      return;
-    }
-    if (jobs.size() == 1 && first.direct_access && direct_access(first, deadline, record)) {
+    if (jobs.size() == 1 && first.fast_path != nullptr && first.fast_path->run(first, deadline, record)) {
       recorder_->end(record, nullptr);
       return;
     }

@@ -16,6 +16,7 @@
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
 #include "core/executor.h"
+#include "core/fastpath/fastpath.h"
 #include "core/flight_recorder.h"
 #include "core/worker.h"
 #include "transport/router.h"
@@ -55,7 +56,7 @@ struct OpRequest {
   void* stream = nullptr;                // the caller's coll_stream_t; null for host memory
 };
 
-class Communicator {
+class Communicator : private FastPathHost {
  public:
   // Joins the job: connects to the store, publishes this rank's transport
   // address under `prefix` (empty for the first communicator of a job),
@@ -150,25 +151,21 @@ class Communicator {
     UsingTransport& operator=(const UsingTransport&) = delete;
     Communicator& c;
   };
-  bool may_access_directly(const OpRequest& op) const;
   bool unnamed_allreduce(const OpRequest& op) const;
-  // fastpath/board_allreduce.cc: the allreduce of a few bytes through every rank's board.
-  static const std::string kOneshot;
-  bool may_run_oneshot(const OpRequest& op) const;
-  void oneshot(const Job& job, const Deadline& deadline, OpRecord& record);
-  void wait_for_block(int r, uint32_t round, uint64_t tag, const Deadline& deadline, OpRecord& record);
+  FastPath* fast_path_for(const OpRequest& op, bool grouped) const;
   void execute(std::vector<Job>& jobs);
+  // FastPathHost: what the fast paths (core/fastpath/) may use.
+  int host_rank() const override { return rank_; }
+  int host_nranks() const override { return nranks_; }
+  uint64_t host_seq() const override { return seq_; }
+  const std::vector<int>& others() const override { return others_; }
+  transport::Transport& links() override { return *transport_; }
+  FlightRecorder& flight_recorder() override { return *recorder_; }
   // Connects the pairs with `peers` not yet connected.
-  void connect(const std::vector<int>& peers, const Deadline& deadline);
-  // fastpath/peer_access_allreduce.cc: the allreduce through every rank's registered buffers,
-  // or through every rank's staging; false (having written nothing) when
-  // some rank can do neither, and the plan must run. run_inside runs an
-  // operation of the library's own inside the caller's.
-  void prepare_direct_access();
-  bool direct_access(const Job& job, const Deadline& deadline, OpRecord& record);
-  void staged_access(const Job& job, const std::vector<char*>& staging, const Deadline& deadline, OpRecord& record);
-  bool staging_ready();
-  void run_inside(std::vector<Job>& job, const void* send, void* recv, const Deadline& deadline, OpRecord& record);
+  void connect(const std::vector<int>& peers, const Deadline& deadline) override;
+  void compile_own(const OpRequest& op, std::vector<Job>& jobs) override;
+  void run_inside(std::vector<Job>& job, const void* send, void* recv, const Deadline& deadline,
+                  OpRecord& record) override;
   // Records the first failure, then closes the connections (once).
   void failed(const Error& e);
   void close_if_idle();
@@ -198,21 +195,8 @@ class Communicator {
   bootstrap::UniqueId id_;
   int64_t timeout_ms_;
   size_t chunk_bytes_ = 0;  // COLL_CHUNK_BYTES, or the link class's once the peers are known
-  // The direct-access allreduce from this many bytes (COLL_SHM_DIRECT_BYTES,
-  // with COLL_SHM_MAPPED=1 on one node; SIZE_MAX: never), its staged form
-  // for private buffers from this many (COLL_SHM_STAGED_BYTES, on one node),
-  // and their non-temporal stores from this many (COLL_SHM_STREAM_BYTES and
-  // COLL_SHM_STAGED_STREAM_BYTES).
-  size_t direct_bytes_ = SIZE_MAX;
-  size_t staged_bytes_ = SIZE_MAX;
-  size_t stream_bytes_ = SIZE_MAX;
-  size_t staged_stream_bytes_ = SIZE_MAX;
-  // The one-shot allreduce up to this many bytes (COLL_SHM_ONESHOT_BYTES, on
-  // one node, bounded by the board; 0: never).
-  size_t oneshot_bytes_ = 0;
-  std::vector<char> own_copy_;   // an in-place one-shot's input, where the output overwrites it too early
-  char* staging_ = nullptr;      // the staged form's, allocated on first use (coll_mem_alloc's kind of memory)
-  bool staging_failed_ = false;  // once: said so in the log
+  // The fast paths that may take an operation, in the order they are asked.
+  std::vector<std::unique_ptr<FastPath>> fast_paths_;
   std::unique_ptr<algo::Selector> selector_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   std::unique_ptr<StorePairExchange> pairs_;
@@ -235,8 +219,6 @@ class Communicator {
   Executor executor_;
   std::vector<Job> jobs_;  // the blocking path's, reused
   std::unique_ptr<ExchangeQueue> exchanges_;
-  // fastpath/peer_access_allreduce.cc's own operations, compiled at init.
-  std::vector<Job> offers_job_, barrier_job_;
   std::vector<int> others_;  // every rank but this one
   ChannelCounters counters_;
   uint64_t seq_ = 0;

@@ -27,6 +27,8 @@
 
 namespace coll {
 
+class FastPath;
+
 // Steps as the executor walks them: numbered across a batch (job j's step i
 // is base + i), with their dependency counts, who depends on whom
 // (compressed rows), and the transfers filed per peer and direction in
@@ -71,9 +73,10 @@ struct Job {
   const char* what = "";  // "allreduce", for messages
   size_t count = 0;       // as the caller gave it, for the flight recorder
   int root = 0;
-  uint64_t signature = 0;      // OpSignature::bits(): in every message's tag
-  bool direct_access = false;  // an allreduce that core/direct_access.cc may run, if every rank's buffers allow
-  bool oneshot = false;        // an allreduce that core/oneshot.cc runs (plan is null)
+  uint64_t signature = 0;  // OpSignature::bits(): in every message's tag
+  // The fast path that runs it instead of its plan (core/fastpath/), if
+  // one takes it; the plan is null where the fast path never declines.
+  FastPath* fast_path = nullptr;
   MemoryKind kind = MemoryKind::kHost;  // of send and recv: picks the backend of the local steps (reduce/backend.h)
   void* stream = nullptr;               // the caller's coll_stream_t; null for host memory
 };

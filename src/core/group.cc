@@ -62,7 +62,7 @@ void Communicator::compile_group(std::span<const OpRequest> ops, std::vector<Job
            describe_message(recv), ": a send and its receive must agree on count and datatype");
     const size_t elem_size = reduce::datatype_size(send.dtype);
     jobs.push_back(Job{copy_plan(elem_size, send.count * elem_size), send.send, recv.recv, send.dtype, COLL_SUM,
-                       "send/recv", send.count, rank_, 0, false, false, send.kind, send.stream});
+                       "send/recv", send.count, rank_, 0, nullptr, send.kind, send.stream});
   }
 }
 

@@ -209,6 +209,25 @@ TEST_P(Conformance, ThousandsOfTinyMessagesBothWays) {
   });
 }
 
+// A ring of two names its one peer as both neighbours: connect({p, p})
+// connects the pair once, on every transport.
+TEST_P(Conformance, APeerNamedTwiceIsConnectedOnce) {
+  run_ranks(2, [&](int rank, int, const coll_unique_id_t& raw) {
+    auto id = bootstrap::UniqueId::decode(raw);
+    auto deadline = Deadline::after_ms(20000);
+    bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
+    StorePairExchange pairs(store, "", rank, 20000);
+    auto t = make_transport(GetParam(), rank, 2, id);
+    store.set("addr/" + std::to_string(rank), t->local_address(), deadline);
+    std::vector<std::string> addresses = {store.get("addr/0", deadline, ""), store.get("addr/1", deadline, "")};
+    t->connect({1 - rank, 1 - rank}, addresses, pairs, deadline);
+    t->connect({1 - rank}, addresses, pairs, deadline);  // and again: nothing to do
+    int value = rank + 20, got = 0;
+    wait_all(*t, {t->post_send(1 - rank, &value, sizeof(value), 3), t->post_recv(1 - rank, &got, sizeof(got), 3)});
+    EXPECT_EQ(got, 21 - rank);
+  });
+}
+
 // Registration, per-pair data and one-sided operations (transport v2):
 // each rank registers a window and hands its handle over; rank 1 puts into
 // rank 0's window with a notification, rank 0 sees the bytes once notified

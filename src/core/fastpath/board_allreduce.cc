@@ -23,10 +23,13 @@
 // from its input (see below), and in place from rank 2 on from a copy of
 // it: the output, written from rank 0's block on, overwrites the input
 // before the rank's own turn comes.
+#include "base/config.h"
 #include "core/comm.h"
+#include "core/fastpath/fastpath.h"
 #include "core/op_signature.h"
 #include "reduce/reduce.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -37,43 +40,61 @@ namespace {
 // does at its transport (executor.cc).
 constexpr int kLooksBeforeWait = 64;
 
-}  // namespace
+class BoardAllreduce final : public FastPath {
+ public:
+  BoardAllreduce(FastPathHost& host, transport::Board& board, size_t max_bytes)
+      : host_(host), board_(board), max_bytes_(max_bytes) {}
 
-const std::string Communicator::kOneshot = "oneshot";
+  const std::string& name() const override {
+    static const std::string name = "oneshot";
+    return name;
+  }
+  bool needs_plan() const override { return false; }
+  bool takes(const OpRequest& op) const override {
+    const size_t bytes = op.count * reduce::datatype_size(op.dtype);
+    return bytes > 0 && bytes <= max_bytes_;
+  }
+  bool run(const Job& job, const Deadline& deadline, OpRecord& record) override;
 
-bool Communicator::may_run_oneshot(const OpRequest& op) const {
-  const size_t bytes = op.count * reduce::datatype_size(op.dtype);
-  return unnamed_allreduce(op) && bytes > 0 && bytes <= oneshot_bytes_;
-}
+ private:
+  void wait_for_block(int r, uint32_t round, uint64_t tag, const Deadline& deadline, OpRecord& record);
+
+  FastPathHost& host_;
+  transport::Board& board_;
+  size_t max_bytes_;
+  std::vector<char> own_copy_;  // an in-place input, where the output overwrites it too early
+};
 
 // Waits until rank r has posted `round`, like the executor waits on its
 // transport: looks first, then waits that read the clock, each bounded by
 // the deadline and its cancellation (coll_comm_abort).
-void Communicator::wait_for_block(int r, uint32_t round, uint64_t tag, const Deadline& deadline, OpRecord& record) {
-  for (int looks = 0;
-       !transport_->board()->wait(r, round, tag, looks < kLooksBeforeWait ? 0 : deadline.remaining_ms(100)); ++looks) {
+void BoardAllreduce::wait_for_block(int r, uint32_t round, uint64_t tag, const Deadline& deadline, OpRecord& record) {
+  for (int looks = 0; !board_.wait(r, round, tag, looks < kLooksBeforeWait ? 0 : deadline.remaining_ms(100)); ++looks) {
     if (looks < kLooksBeforeWait) continue;
+    const int rank = host_.host_rank();
     if (deadline.cancelled())
-      fail(Code::kInvalidUsage, "rank ", rank_, ": allreduce #", seq_, " (oneshot) was aborted (coll_comm_abort)");
-    if ((looks - kLooksBeforeWait) % 64 == 0) recorder_->waiting_on(record, std::to_string(r));
+      fail(Code::kInvalidUsage, "rank ", rank, ": allreduce #", host_.host_seq(),
+           " (oneshot) was aborted (coll_comm_abort)");
+    if ((looks - kLooksBeforeWait) % 64 == 0) host_.flight_recorder().waiting_on(record, std::to_string(r));
     if (deadline.expired())
-      fail(Code::kTimeout, "rank ", rank_, ": allreduce #", seq_, " (oneshot) timed out after ", deadline.budget_ms(),
-           " ms (", deadline.setting(), ") waiting for rank ", r, "'s block on the board");
+      fail(Code::kTimeout, "rank ", rank, ": allreduce #", host_.host_seq(), " (oneshot) timed out after ",
+           deadline.budget_ms(), " ms (", deadline.setting(), ") waiting for rank ", r, "'s block on the board");
   }
 }
 
-void Communicator::oneshot(const Job& job, const Deadline& deadline, OpRecord& record) {
+bool BoardAllreduce::run(const Job& job, const Deadline& deadline, OpRecord& record) {
+  const int rank = host_.host_rank(), nranks = host_.host_nranks();
   const uint64_t tag = make_tag(job.signature, 0);
   const size_t bytes = job.count * reduce::datatype_size(job.dtype);
-  const uint32_t round = transport_->board()->post({tag, job.count, job.send}, bytes);
-  for (int r : others_) {
+  const uint32_t round = board_.post({tag, job.count, job.send}, bytes);
+  for (int r : host_.others()) {
     wait_for_block(r, round, tag, deadline, record);
-    const transport::Board::Block theirs = transport_->board()->block(r, round);
+    const transport::Board::Block theirs = board_.block(r, round);
     if (theirs.tag != tag)
-      fail(Code::kInvalidUsage, "rank ", rank_, ": rank ", r,
+      fail(Code::kInvalidUsage, "rank ", rank, ": rank ", r,
            " called a different operation: ", describe_mismatch(tag, theirs.tag));
     if (theirs.count != job.count)
-      fail(Code::kInvalidUsage, "rank ", rank_, ": rank ", r, " called allreduce with count ", theirs.count, ", not ",
+      fail(Code::kInvalidUsage, "rank ", rank, ": rank ", r, " called allreduce with count ", theirs.count, ", not ",
            job.count);
   }
   // Rank order, so every rank's result is the same bits. Our own block is
@@ -82,15 +103,26 @@ void Communicator::oneshot(const Job& job, const Deadline& deadline, OpRecord& r
   // rank 2 on, the output holds partial results by then, so from a copy of
   // the input.
   const void* own = job.send;
-  if (job.recv == job.send && rank_ >= 2) {
+  if (job.recv == job.send && rank >= 2) {
     own_copy_.resize(bytes);
     std::memcpy(own_copy_.data(), job.send, bytes);
     own = own_copy_.data();
   }
-  auto block = [&](int r) { return r == rank_ ? own : transport_->board()->block(r, round).data; };
+  auto block = [&](int r) { return r == rank ? own : board_.block(r, round).data; };
   reduce::reduce(job.dtype, job.op, job.recv, block(0), block(1), job.count);
-  for (int r = 2; r < nranks_; ++r) reduce::reduce(job.dtype, job.op, job.recv, job.recv, block(r), job.count);
-  if (job.op == COLL_AVG) reduce::divide(job.dtype, job.recv, job.count, nranks_);
+  for (int r = 2; r < nranks; ++r) reduce::reduce(job.dtype, job.op, job.recv, job.recv, block(r), job.count);
+  if (job.op == COLL_AVG) reduce::divide(job.dtype, job.recv, job.count, nranks);
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<FastPath> make_board_allreduce(FastPathHost& host) {
+  const int64_t v = config::get_int("COLL_SHM_ONESHOT_BYTES");
+  if (v < 0) fail(Code::kInvalidArgument, "COLL_SHM_ONESHOT_BYTES=", v, " must not be negative");
+  transport::Board* board = host.links().board();
+  if (board == nullptr || v == 0) return nullptr;
+  return std::make_unique<BoardAllreduce>(host, *board, std::min(static_cast<size_t>(v), board->bytes()));
 }
 
 }  // namespace coll

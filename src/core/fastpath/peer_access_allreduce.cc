@@ -57,8 +57,10 @@
 // A ring moves the same bytes through its slots, but chunk by chunk, with a
 // handshake per slot (docs/PERFORMANCE.md).
 #include "algorithms/partition.h"
+#include "base/config.h"
 #include "base/log.h"
 #include "core/comm.h"
+#include "core/fastpath/fastpath.h"
 #include "core/op_signature.h"
 #include "reduce/cpu/stream.h"
 #include "reduce/reduce.h"
@@ -129,41 +131,84 @@ void reduce_slice(const Job& job, const std::vector<const char*>& in, const std:
   if (std::any_of(out.begin(), out.end(), [](const Output& o) { return o.stream; })) reduce::stream_fence();
 }
 
-}  // namespace
+class PeerAccessAllreduce final : public FastPath {
+ public:
+  // From direct_bytes with every rank's buffers registered, from
+  // staged_bytes through the stagings (SIZE_MAX: never); outputs streamed
+  // from stream_bytes and staged_stream_bytes.
+  PeerAccessAllreduce(FastPathHost& host, size_t direct_bytes, size_t staged_bytes, size_t stream_bytes,
+                      size_t staged_stream_bytes);
+  ~PeerAccessAllreduce() override;
+
+  const std::string& name() const override {
+    static const std::string name = "direct_access";
+    return name;
+  }
+  bool needs_plan() const override { return true; }
+  bool takes(const OpRequest& op) const override {
+    return op.count * reduce::datatype_size(op.dtype) >= std::min(direct_bytes_, staged_bytes_);
+  }
+  bool run(const Job& job, const Deadline& deadline, OpRecord& record) override;
+
+ private:
+  void staged(const Job& job, const std::vector<char*>& staging, const Deadline& deadline, OpRecord& record);
+  bool staging_ready();
+
+  FastPathHost& host_;
+  transport::PeerAccess& access_;
+  size_t direct_bytes_, staged_bytes_, stream_bytes_, staged_stream_bytes_;
+  char* staging_ = nullptr;                    // allocated on first use (coll_mem_alloc's kind of memory)
+  bool staging_failed_ = false;                // once: said so in the log
+  std::vector<Job> offers_job_, barrier_job_;  // its own operations, compiled at init
+};
 
 // The offers' alltoall and the barrier are compiled once, here, on the
 // thread that creates the communicator: the plan cache belongs to the
 // calling thread, and a non-blocking allreduce runs this on the worker.
-void Communicator::prepare_direct_access() {
-  // Their algorithms are fixed: COLL_ALGO is the caller's choice for the
-  // caller's operations.
+// Their algorithms are fixed: COLL_ALGO is the caller's choice for the
+// caller's operations.
+PeerAccessAllreduce::PeerAccessAllreduce(FastPathHost& host, size_t direct_bytes, size_t staged_bytes,
+                                         size_t stream_bytes, size_t staged_stream_bytes)
+    : host_(host),
+      access_(*host.links().peer_access()),
+      direct_bytes_(direct_bytes),
+      staged_bytes_(staged_bytes),
+      stream_bytes_(stream_bytes),
+      staged_stream_bytes_(staged_stream_bytes) {
   const OpRequest offers{
       algo::Collective::kAlltoall, nullptr, nullptr, sizeof(Offer), COLL_UINT8, COLL_SUM, 0, "direct"};
   const OpRequest barrier{algo::Collective::kBarrier, nullptr, nullptr, 0, COLL_UINT8, COLL_SUM, 0, "dissemination"};
-  compile({&offers, 1}, offers_job_);
-  compile({&barrier, 1}, barrier_job_);
+  host_.compile_own(offers, offers_job_);
+  host_.compile_own(barrier, barrier_job_);
 }
 
-bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRecord& record) {
+// Peers that mapped it keep their mapping (region.h): freeing is safe.
+PeerAccessAllreduce::~PeerAccessAllreduce() {
+  if (staging_ != nullptr) transport::free_shareable(staging_);
+}
+
+bool PeerAccessAllreduce::run(const Job& job, const Deadline& deadline, OpRecord& record) {
+  const int rank_ = host_.host_rank(), nranks_ = host_.host_nranks();
+  const std::vector<int>& others_ = host_.others();
   const size_t bytes = job.count * reduce::datatype_size(job.dtype);
-  connect(others_, deadline);
-  recorder_->set_algorithm(record, "direct_access");
+  host_.connect(others_, deadline);
+  host_.flight_recorder().set_algorithm(record, "direct_access");
 
   // 1. Offers.
   bool reach = true;
-  for (int r : others_) reach = reach && transport_->peer_access()->can_access(r);
+  for (int r : others_) reach = reach && access_.can_access(r);
   Offer mine;
-  mine.direct = reach && bytes >= direct_bytes_ && transport_->peer_access()->handle_for(job.send, bytes, &mine.send) &&
-                transport_->peer_access()->handle_for(job.recv, bytes, &mine.recv);
-  mine.staged = reach && bytes >= staged_bytes_ && staging_ready() &&
-                transport_->peer_access()->handle_for(staging_, kStagingBytes, &mine.staging);
+  mine.direct = reach && bytes >= direct_bytes_ && access_.handle_for(job.send, bytes, &mine.send) &&
+                access_.handle_for(job.recv, bytes, &mine.recv);
+  mine.staged =
+      reach && bytes >= staged_bytes_ && staging_ready() && access_.handle_for(staging_, kStagingBytes, &mine.staging);
   mine.signature = job.signature;
   mine.count = job.count;
   // An alltoall of the same offer to everyone: one round, where a ring
   // allgather takes n-1.
   const std::vector<Offer> copies(static_cast<size_t>(nranks_), mine);
   std::vector<Offer> offers(static_cast<size_t>(nranks_));
-  run_inside(offers_job_, copies.data(), offers.data(), deadline, record);
+  host_.run_inside(offers_job_, copies.data(), offers.data(), deadline, record);
   bool all_direct = true, all_staged = true;
   for (int r = 0; r < nranks_; ++r) {
     const Offer& o = offers[static_cast<size_t>(r)];
@@ -179,14 +224,14 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   if (!all_direct && all_staged) {
     std::vector<char*> staging(static_cast<size_t>(nranks_));
     for (int r : others_)
-      staging[static_cast<size_t>(r)] = transport_->peer_access()->access(r, offers[static_cast<size_t>(r)].staging,
-                                                                          kStagingBytes, Access::kReadWrite);
-    recorder_->set_algorithm(record, "direct_staged");
-    staged_access(job, staging, deadline, record);
+      staging[static_cast<size_t>(r)] =
+          access_.access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes, Access::kReadWrite);
+    host_.flight_recorder().set_algorithm(record, "direct_staged");
+    staged(job, staging, deadline, record);
     return true;
   }
   if (!all_direct) {
-    recorder_->set_algorithm(record, job.plan->schedule.algorithm);
+    host_.flight_recorder().set_algorithm(record, job.plan->schedule.algorithm);
     return false;
   }
 
@@ -196,16 +241,15 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
   std::vector<Output> out(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     const Offer& o = offers[static_cast<size_t>(r)];
-    in[static_cast<size_t>(r)] = r == rank_ ? static_cast<const char*>(job.send)
-                                            : transport_->peer_access()->access(r, o.send, bytes, Access::kRead);
-    char* at = r == rank_ ? static_cast<char*>(job.recv)
-                          : transport_->peer_access()->access(r, o.recv, bytes, Access::kReadWrite);
+    in[static_cast<size_t>(r)] =
+        r == rank_ ? static_cast<const char*>(job.send) : access_.access(r, o.send, bytes, Access::kRead);
+    char* at = r == rank_ ? static_cast<char*>(job.recv) : access_.access(r, o.recv, bytes, Access::kReadWrite);
     out[static_cast<size_t>(r)] = Output{at, streaming && at != in[static_cast<size_t>(r)]};
   }
   reduce_slice(job, in, out, algo::line_span(job.count, reduce::datatype_size(job.dtype), nranks_, rank_));
 
   // 3. Everyone done with everyone's buffers.
-  run_inside(barrier_job_, nullptr, nullptr, deadline, record);
+  host_.run_inside(barrier_job_, nullptr, nullptr, deadline, record);
   return true;
 }
 
@@ -217,8 +261,10 @@ bool Communicator::direct_access(const Job& job, const Deadline& deadline, OpRec
 // writes into the peers' outputs, whose lines an ordinary store would
 // first fetch from their cores (docs/PERFORMANCE.md, "Measurements behind
 // the code").
-void Communicator::staged_access(const Job& job, const std::vector<char*>& staging, const Deadline& deadline,
+void PeerAccessAllreduce::staged(const Job& job, const std::vector<char*>& staging, const Deadline& deadline,
                                  OpRecord& record) {
+  const int rank_ = host_.host_rank(), nranks_ = host_.host_nranks();
+  const std::vector<int>& others_ = host_.others();
   const size_t es = reduce::datatype_size(job.dtype), window = kWindowBytes / es;
   const bool streaming = job.count * es >= staged_stream_bytes_;
   std::vector<const char*> in(static_cast<size_t>(nranks_));
@@ -236,7 +282,7 @@ void Communicator::staged_access(const Job& job, const std::vector<char*>& stagi
         const algo::Span s = slice(r);
         std::memcpy(staging_ + s.offset * es, send + s.offset * es, s.count * es);
       }
-    run_inside(barrier_job_, nullptr, nullptr, deadline, record);
+    host_.run_inside(barrier_job_, nullptr, nullptr, deadline, record);
     // 2. Our slice, from our input and every peer's staging, into our output
     // and back into every peer's staging.
     out.assign(1, Output{recv, streaming && recv != send});
@@ -245,7 +291,7 @@ void Communicator::staged_access(const Job& job, const std::vector<char*>& stagi
       if (r != rank_) out.push_back(Output{staging[static_cast<size_t>(r)], false});
     }
     reduce_slice(job, in, out, slice(rank_));
-    run_inside(barrier_job_, nullptr, nullptr, deadline, record);
+    host_.run_inside(barrier_job_, nullptr, nullptr, deadline, record);
     // 3. Every other slice, reduced by its owner, from our staging into our
     // output; in place, with ordinary stores, as in the registered form.
     // Piece by piece, each followed by the next window's step 1 for the
@@ -269,28 +315,32 @@ void Communicator::staged_access(const Job& job, const std::vector<char*>& stagi
 // that failed (then every rank runs the plan: the offers say so), and tried
 // again by the next one (a memfd refused for want of descriptors, say, may
 // be granted later).
-bool Communicator::staging_ready() {
+bool PeerAccessAllreduce::staging_ready() {
   if (staging_ != nullptr) return true;
   try {
     staging_ = static_cast<char*>(transport::allocate_shareable(kStagingBytes, "coll-staging"));
   } catch (const Error& e) {
     if (!staging_failed_)
-      log::warn(log::kColl, "rank ", rank_, ": no staging for large allreduces on this node (", e.what(),
+      log::warn(log::kColl, "rank ", host_.host_rank(), ": no staging for large allreduces on this node (", e.what(),
                 "): they run their schedules until one can be made");
     staging_failed_ = true;
   }
   return staging_ != nullptr;
 }
 
-// An operation the library runs inside the caller's (the offers, the
-// barrier): through the same executor, counters and deadline, so that it
-// fails, times out and aborts like the caller's operation.
-void Communicator::run_inside(std::vector<Job>& job, const void* send, void* recv, const Deadline& deadline,
-                              OpRecord& record) {
-  job[0].send = send;
-  job[0].recv = recv;
-  connect(job[0].plan->peers, deadline);
-  executor_.run(job, rank_, nranks_, seq_, counters_, *transport_, deadline, *recorder_, record);
+}  // namespace
+
+std::unique_ptr<FastPath> make_peer_access_allreduce(FastPathHost& host) {
+  auto bytes = [](const char* name) {
+    const int64_t v = config::get_int(name);
+    if (v < 0) fail(Code::kInvalidArgument, name, "=", v, " must not be negative");
+    return static_cast<size_t>(v);
+  };
+  const size_t direct = config::get_bool("COLL_SHM_MAPPED") ? bytes("COLL_SHM_DIRECT_BYTES") : SIZE_MAX;
+  const size_t staged = config::get_bool("COLL_SHM_STAGED") ? bytes("COLL_SHM_STAGED_BYTES") : SIZE_MAX;
+  const size_t stream = bytes("COLL_SHM_STREAM_BYTES"), staged_stream = bytes("COLL_SHM_STAGED_STREAM_BYTES");
+  if (std::min(direct, staged) == SIZE_MAX || host.links().peer_access() == nullptr) return nullptr;
+  return std::make_unique<PeerAccessAllreduce>(host, direct, staged, stream, staged_stream);
 }
 
 }  // namespace coll
