@@ -27,7 +27,7 @@ const std::vector<Setting>& settings() {
       {"COLL_ALGO", "string", "", "",
        "algorithm override: one name for all collectives ('ring') or 'allreduce:tree;broadcast:ring'"},
       {"COLL_TUNING_FILE", "string", "", "",
-       "alpha-beta-gamma parameters per transport class ('tcp.alpha_us = 25' lines) for the selector"},
+       "alpha-beta-gamma parameters per link class, named as its transport ('tcp.alpha_us = 25' lines), for the selector"},
       {"COLL_CHUNK_BYTES", "int", "", "bytes",
        "pipelining chunk: transfers and reductions overlap at this granularity; unset: the link class's "
        "(128K shm, 512K tcp; COLL_TUNING_FILE chunk_bytes)"},
