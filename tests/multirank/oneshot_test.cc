@@ -44,7 +44,7 @@ TEST_P(Oneshot, ExactForEveryTypeOpAndCount) {
             for (coll_redop_t op : kDirectOps)
               for (bool in_place : {false, true}) {
                 ASSERT_TRUE(private_case(comm, rank, n, t, op, count, in_place));
-                ASSERT_EQ(last_algorithm(comm), "oneshot") << reduce::datatype_name(t) << " count " << count;
+                ASSERT_EQ(last_algorithm(comm), "board_allreduce") << reduce::datatype_name(t) << " count " << count;
               }
       },
       RankOptions{.limit_s = 200});
@@ -61,13 +61,13 @@ TEST(OneshotLimits, TheWholeBoard) {
       [](coll_comm_t comm, int rank, int n) {
         for (bool in_place : {false, true}) {
           EXPECT_TRUE(private_case(comm, rank, n, COLL_INT8, COLL_SUM, 4072, in_place));
-          EXPECT_EQ(last_algorithm(comm), "oneshot");
+          EXPECT_EQ(last_algorithm(comm), "board_allreduce");
           EXPECT_TRUE(private_case(comm, rank, n, COLL_BFLOAT16, COLL_AVG, 2036, in_place));
-          EXPECT_EQ(last_algorithm(comm), "oneshot");
+          EXPECT_EQ(last_algorithm(comm), "board_allreduce");
           EXPECT_TRUE(private_case(comm, rank, n, COLL_FLOAT64, COLL_PROD, 509, in_place));
-          EXPECT_EQ(last_algorithm(comm), "oneshot");
+          EXPECT_EQ(last_algorithm(comm), "board_allreduce");
           EXPECT_TRUE(private_case(comm, rank, n, COLL_INT8, COLL_MAX, 4073, in_place));
-          EXPECT_NE(last_algorithm(comm), "oneshot") << "past the board";
+          EXPECT_NE(last_algorithm(comm), "board_allreduce") << "past the board";
         }
       },
       RankOptions{.env = {{"COLL_SHM_ONESHOT_BYTES", "1M"}}});
@@ -83,11 +83,11 @@ TEST(OneshotLimits, ThePlanRunsOutsideThem) {
           [&](coll_comm_t comm, int rank, int n) {
             const bool named = std::string(algo).empty() == false, off = std::string(limit) == "0";
             EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, 512, false));  // 2048 bytes
-            EXPECT_EQ(last_algorithm(comm) == "oneshot", !named && !off) << algo << " " << limit;
+            EXPECT_EQ(last_algorithm(comm) == "board_allreduce", !named && !off) << algo << " " << limit;
             EXPECT_TRUE(private_case(comm, rank, n, COLL_INT8, COLL_SUM, 2049, false));
-            EXPECT_NE(last_algorithm(comm), "oneshot");
+            EXPECT_NE(last_algorithm(comm), "board_allreduce");
             EXPECT_TRUE(private_case(comm, rank, n, COLL_INT32, COLL_SUM, 0, true));
-            EXPECT_NE(last_algorithm(comm), "oneshot");
+            EXPECT_NE(last_algorithm(comm), "board_allreduce");
           },
           RankOptions{.env = {{"COLL_ALGO", algo}, {"COLL_SHM_ONESHOT_BYTES", limit}}});
     }
@@ -168,7 +168,7 @@ TEST(OneshotAbort, EndsTheWaitOnTheBoard) {
       [&aborted](coll_comm_t comm, int rank, int) {
         std::vector<float> v(2, 1.0f);
         ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
-        ASSERT_EQ(last_algorithm(comm), "oneshot");
+        ASSERT_EQ(last_algorithm(comm), "board_allreduce");
         if (rank == 0) {
           Clock::time_point aborted_at{};
           std::thread aborter([&] {
@@ -220,7 +220,7 @@ TEST(OneshotAsync, SeveralInFlight) {
       ASSERT_EQ(coll_wait(requests[i]), COLL_SUCCESS) << coll_get_last_error(comm);
       for (int64_t x : out[i]) ASSERT_EQ(x, ranks_sum * static_cast<int64_t>(i + 1)) << "request " << i;
     }
-    EXPECT_EQ(last_algorithm(comm), "oneshot");
+    EXPECT_EQ(last_algorithm(comm), "board_allreduce");
   });
 }
 
@@ -246,7 +246,7 @@ TEST(OneshotMixed, WithThePlanUnderSkew) {
           if (kind == 2)
             EXPECT_TRUE(private_case(half, rank / 2, n / 2, COLL_FLOAT64, COLL_AVG, count / 2 + 1, in_place));
           if (kind == 3) EXPECT_EQ(coll_barrier(comm), COLL_SUCCESS);
-          oneshots += kind == 0 && last_algorithm(comm) == "oneshot";
+          oneshots += kind == 0 && last_algorithm(comm) == "board_allreduce";
         }
         EXPECT_GT(oneshots, 50) << "rank " << rank;
         EXPECT_EQ(coll_comm_destroy(half), COLL_SUCCESS);
@@ -278,7 +278,7 @@ TEST(OneshotMixed, WithPointToPointAndGroups) {
             ASSERT_EQ(in.front(), prev * 1000 + i);
             ASSERT_EQ(in.back(), prev * 1000 + i);
             ASSERT_TRUE(private_case(comm, rank, n, COLL_FLOAT32, COLL_SUM, 1 + i, i % 2 == 0));
-            ASSERT_EQ(last_algorithm(comm), "oneshot");
+            ASSERT_EQ(last_algorithm(comm), "board_allreduce");
           }
           // The group: its allreduce runs the plan on every rank.
           std::vector<int64_t> mine(3, rank + 1), sum(3, 0), peer(5, -1), to_peer(5, rank);
@@ -289,7 +289,7 @@ TEST(OneshotMixed, WithPointToPointAndGroups) {
             ASSERT_EQ(coll_recv(peer.data(), 5, COLL_INT64, 1 - rank, comm, nullptr), COLL_SUCCESS);
           }
           ASSERT_EQ(coll_group_end(), COLL_SUCCESS) << coll_get_last_error(comm);
-          ASSERT_NE(last_algorithm(comm), "oneshot");
+          ASSERT_NE(last_algorithm(comm), "board_allreduce");
           for (int64_t x : sum) ASSERT_EQ(x, int64_t{n} * (n + 1) / 2);
           if (rank < 2) ASSERT_EQ(peer[4], 1 - rank);
         }

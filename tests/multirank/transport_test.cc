@@ -323,6 +323,32 @@ TEST(TcpTransport, AStrangerOnTheTransportPortIsRefused) {
   });
 }
 
+// The pair's token: a connection that proves the job secret but not the
+// token rank 0 handed rank 1 through the pair exchange (one of another
+// communicator's pairs, say) is refused; rank 1's own then gets in.
+TEST(TcpTransport, AConnectionWithoutThePairsTokenIsRefused) {
+  run_ranks(2, [](int rank, int, const coll_unique_id_t& raw) {
+    auto id = bootstrap::UniqueId::decode(raw);
+    auto deadline = Deadline::after_ms(20000);
+    bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity);
+    StorePairExchange pairs(store, "", rank, 20000);
+    auto t = make_transport("tcp", rank, 2, id);
+    store.set("addr/" + std::to_string(rank), t->local_address(), deadline);
+    std::vector<std::string> addresses = {store.get("addr/0", deadline, ""), store.get("addr/1", deadline, "")};
+    if (rank == 1) {
+      const std::string token = store.get("pair/0>1", deadline, "rank 0's token for the pair");
+      EXPECT_EQ(token.size(), 32u);
+      net::Fd fd = net::connect_to(tcp_socket_of(addresses[0]), deadline, "rank 0");
+      EXPECT_THROW(auth::client_handshake(fd.get(), id.secret, "tcp>0/" + std::string(32, '0'), 1, deadline, "rank 0"),
+                   Error);
+    }
+    t->connect({1 - rank}, addresses, pairs, deadline);
+    int value = rank + 30, got = 0;
+    wait_all(*t, {t->post_send(1 - rank, &value, sizeof(value), 4), t->post_recv(1 - rank, &got, sizeof(got), 4)});
+    EXPECT_EQ(got, 31 - rank);
+  });
+}
+
 // Rank 0 accepts while waiting for rank 2 only; rank 1 knocks first and
 // answers our greeting only after rank 0 has returned with rank 2. Its
 // handshake must go on (poll, the next connect), not be dropped with the

@@ -1,6 +1,6 @@
 // The algorithm a communicator's last operation ran, from its flight
 // recorder (core/flight_recorder.h): the proof that a test took the path it
-// meant to ("oneshot", "direct_staged", "ring", ...).
+// meant to ("board_allreduce", "peer_access_staged", "ring", ...).
 #pragma once
 
 #include "core/c_api_internal.h"

@@ -46,7 +46,7 @@ class BoardAllreduce final : public FastPath {
       : host_(host), board_(board), max_bytes_(max_bytes) {}
 
   const std::string& name() const override {
-    static const std::string name = "oneshot";
+    static const std::string name = "board_allreduce";
     return name;
   }
   bool needs_plan() const override { return false; }
@@ -74,10 +74,10 @@ void BoardAllreduce::wait_for_block(int r, uint32_t round, uint64_t tag, const D
     const int rank = host_.host_rank();
     if (deadline.cancelled())
       fail(Code::kInvalidUsage, "rank ", rank, ": allreduce #", host_.host_seq(),
-           " (oneshot) was aborted (coll_comm_abort)");
+           " (board_allreduce) was aborted (coll_comm_abort)");
     if ((looks - kLooksBeforeWait) % 64 == 0) host_.flight_recorder().waiting_on(record, std::to_string(r));
     if (deadline.expired())
-      fail(Code::kTimeout, "rank ", rank, ": allreduce #", host_.host_seq(), " (oneshot) timed out after ",
+      fail(Code::kTimeout, "rank ", rank, ": allreduce #", host_.host_seq(), " (board_allreduce) timed out after ",
            deadline.budget_ms(), " ms (", deadline.setting(), ") waiting for rank ", r, "'s block on the board");
   }
 }

@@ -141,7 +141,7 @@ class PeerAccessAllreduce final : public FastPath {
   ~PeerAccessAllreduce() override;
 
   const std::string& name() const override {
-    static const std::string name = "direct_access";
+    static const std::string name = "peer_access";
     return name;
   }
   bool needs_plan() const override { return true; }
@@ -192,7 +192,7 @@ bool PeerAccessAllreduce::run(const Job& job, const Deadline& deadline, OpRecord
   const std::vector<int>& others_ = host_.others();
   const size_t bytes = job.count * reduce::datatype_size(job.dtype);
   host_.connect(others_, deadline);
-  host_.flight_recorder().set_algorithm(record, "direct_access");
+  host_.flight_recorder().set_algorithm(record, "peer_access");
 
   // 1. Offers.
   bool reach = true;
@@ -226,7 +226,7 @@ bool PeerAccessAllreduce::run(const Job& job, const Deadline& deadline, OpRecord
     for (int r : others_)
       staging[static_cast<size_t>(r)] =
           access_.access(r, offers[static_cast<size_t>(r)].staging, kStagingBytes, Access::kReadWrite);
-    host_.flight_recorder().set_algorithm(record, "direct_staged");
+    host_.flight_recorder().set_algorithm(record, "peer_access_staged");
     staged(job, staging, deadline, record);
     return true;
   }
