@@ -56,7 +56,7 @@ struct OpRequest {
   void* stream = nullptr;                // the caller's coll_stream_t; null for host memory
 };
 
-class Communicator : private FastPathHost {
+class Communicator final : private FastPathHost {
  public:
   // Joins the job: connects to the store, publishes this rank's transport
   // address under `prefix` (empty for the first communicator of a job),
