@@ -17,6 +17,13 @@ void check_match_or_fail(int self, int peer, const std::string& peer_name, uint6
   if (!bad.empty()) throw Mismatch(str_cat("rank ", self, ": from ", peer_name, ": ", bad), peer, tag, want_tag);
 }
 
+void check_remote_range(const Capabilities& caps, int self, int peer, bool put, size_t bytes, size_t offset,
+                        const RemoteMemory& remote) {
+  if (offset > remote.bytes || bytes > remote.bytes - offset)
+    fail(Code::kInvalidArgument, caps.name, ": rank ", self, put ? " puts " : " gets ", bytes, " bytes at offset ",
+         offset, " of rank ", peer, "'s registration of ", remote.bytes, " bytes: out of bounds");
+}
+
 void fail_with_notice(int self, const std::string& peer, int code, const std::string& reason) {
   const Code here = code == static_cast<int>(Code::kInvalidUsage) ? Code::kInvalidUsage : Code::kRemote;
   fail(here, "rank ", self, ": ", peer, " gave up: ", reason.substr(0, kMaxNoticeBytes));

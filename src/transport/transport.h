@@ -260,6 +260,11 @@ class Mismatch : public Error {
   uint64_t got_tag, want_tag;
   bool board;  // one side waits on the board (Board::wait)
 };
+// kInvalidArgument when [offset, offset + bytes) is not inside `remote`:
+// every transport checks a put or get with it before anything moves.
+void check_remote_range(const Capabilities& caps, int self, int peer, bool put, size_t bytes, size_t offset,
+                        const RemoteMemory& remote);
+
 // Throws Mismatch when (tag, bytes) does not answer (want_tag, want_bytes).
 void check_match_or_fail(int self, int peer, const std::string& peer_name, uint64_t tag, uint64_t bytes,
                          uint64_t want_tag, uint64_t want_bytes);

@@ -62,9 +62,7 @@ void ShmTransport::deregister(const Registration* registration) { registrations_
 
 void ShmTransport::move_one_sided(Peer& p, void* local, const RemoteMemory& remote, size_t offset, size_t bytes,
                                   bool put) {
-  if (offset > remote.bytes || bytes > remote.bytes - offset)
-    fail(Code::kInvalidArgument, "shm: rank ", rank_, put ? " puts " : " gets ", bytes, " bytes at offset ", offset,
-         " of ", name(p), "'s registration of ", remote.bytes, " bytes: out of bounds");
+  check_remote_range(caps_, rank_, p.rank, put, bytes, offset, remote);
   if (bytes == 0) return;
   AttachRef attach{};
   std::memcpy(&attach, remote.handle.bytes.data(), sizeof(attach));

@@ -260,23 +260,18 @@ uint64_t registration_id(const RemoteMemory& remote) {
   std::memcpy(&id, remote.handle.bytes.data(), sizeof(id));
   return id;
 }
-void check_bounds(int rank, int peer, const char* what, size_t bytes, size_t offset, const RemoteMemory& remote) {
-  if (offset > remote.bytes || bytes > remote.bytes - offset)
-    fail(Code::kInvalidArgument, "tcp: rank ", rank, " ", what, " ", bytes, " bytes at offset ", offset, " of rank ",
-         peer, "'s registration of ", remote.bytes, " bytes: out of bounds");
-}
 }  // namespace
 
 RequestId TcpTransport::post_put(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset,
                                  const uint64_t* notify) {
-  check_bounds(rank_, peer, "puts", local.bytes, offset, remote);
+  check_remote_range(caps_, rank_, peer, true, local.bytes, offset, remote);
   RequestId id = next_request_++;
   pair(peer, "puts to").post_put(id, local.data, local.bytes, registration_id(remote), offset, notify);
   return id;
 }
 
 RequestId TcpTransport::post_get(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset) {
-  check_bounds(rank_, peer, "gets", local.bytes, offset, remote);
+  check_remote_range(caps_, rank_, peer, false, local.bytes, offset, remote);
   RequestId id = next_request_++;
   pair(peer, "gets from").post_get(id, local.data, local.bytes, registration_id(remote), offset);
   return id;
