@@ -13,6 +13,8 @@ packages=(
   libopenmpi-dev openmpi-bin    # MPI bootstrap and mpirun tests (COLL_WITH_MPI); the mpi_perf peer
   libgloo-dev                   # the gloo_perf peer (COLL_WITH_GLOO)
   iproute2                      # interface discovery, emulated clusters
+  libibverbs-dev                # the verbs headers (COLL_WITH_IB); libibverbs is loaded at run time
+  rdma-core ibverbs-providers   # the verbs user space the ib tests run on (tests/rxe)
   gnuplot-nox                   # scripts/compare.sh's plots
   "$@"
 )

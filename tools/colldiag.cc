@@ -5,6 +5,7 @@
 //
 //   colldiag DIR|FILE...
 //   colldiag --settings-md [FILE]
+//   colldiag --ib
 //
 // For each communicator: every rank's last operation (sequence number,
 // collective, algorithm, steps done, whom it waits on, its error), the ranks
@@ -15,6 +16,10 @@
 // or rewrites it in place in FILE (docs/SETTINGS.md) between its markers.
 // It lives here because colldiag is the tool a user already runs when
 // something is wrong, and a setting is often what is.
+//
+// --ib prints the verbs devices and ports, the one coll would use, and on
+// RoCE the GID table with the entry chosen and why (ib_report.h).
+#include "ib_report.h"
 #include "settings_doc.h"
 
 #include <dirent.h>
@@ -202,6 +207,7 @@ int settings_md(const char* path) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--settings-md") return settings_md(argc > 2 ? argv[2] : nullptr);
+  if (argc >= 2 && std::string(argv[1]) == "--ib") return coll::tools::ib_report();
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fprintf(argc < 2 ? stderr : stdout,
                  "usage: colldiag DIR|FILE...\n"
@@ -209,7 +215,9 @@ int main(int argc, char** argv) {
                  "  when an operation fails, on coll_comm_abort and on SIGUSR1, and names the ranks that are behind\n"
                  "usage: colldiag --settings-md [FILE]\n"
                  "  prints the table of every COLL_* setting (name, type, default, unit, meaning), or rewrites it\n"
-                 "  in FILE between its markers (docs/SETTINGS.md)\n");
+                 "  in FILE between its markers (docs/SETTINGS.md)\n"
+                 "usage: colldiag --ib\n"
+                 "  prints the verbs ports, the one coll would use and, on RoCE, the GID chosen and why\n");
     return argc < 2 ? 2 : 0;
   }
   std::map<std::string, std::map<int, Dump>> comms;

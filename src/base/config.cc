@@ -31,8 +31,9 @@ const std::vector<Setting>& settings() {
       {"COLL_CHUNK_BYTES", "int", "", "bytes",
        "pipelining chunk: transfers and reductions overlap at this granularity; unset: the link class's "
        "(128K shm, 512K tcp; COLL_TUNING_FILE chunk_bytes)"},
-      {"COLL_TRANSPORTS", "string", "shm,tcp", "",
-       "transports in order of preference; each peer gets the first that reaches it (shm: same node)"},
+      {"COLL_TRANSPORTS", "string", "", "",
+       "transports in order of preference; each peer gets the first that reaches it (shm: same node); unset: every "
+       "one built in, shm,ib,tcp, where ib is left out when it cannot run here (no verbs device)"},
       {"COLL_SHM_SINGLE_COPY", "bool", "0", "",
        "shm: 1 lets receivers read messages of 256 KiB and more straight from the sender (process_vm_readv); "
        "off by default, as it measured 2x slower than the slots here"},
@@ -63,6 +64,24 @@ const std::vector<Setting>& settings() {
       {"COLL_TCP_SILENCE_MS", "int", "20000", "ms",
        "tcp: a peer whose kernel acknowledges none of the data in flight to it for this long is gone (its "
        "node is down or cut off): COLL_REMOTE_ERROR without waiting for COLL_TIMEOUT_MS; 0: off"},
+      {"COLL_IB_HCA", "string", "", "",
+       "ib: the verbs devices and ports to use, in NCCL's syntax: mlx5_0:1,mlx5_1 (a name is a prefix unless the "
+       "list starts with =; ^ excludes the listed ones); unset: every active port"},
+      {"COLL_IB_QPS_PER_CONN", "int", "1", "",
+       "ib: queue pairs per connection; messages of 128 KiB and more are split across them in 128-byte-aligned "
+       "pieces"},
+      {"COLL_IB_TIMEOUT", "int", "20", "",
+       "ib: the queue pair's local ACK timeout exponent: each retry waits 4.096 us * 2^value (20: 4.3 s); with "
+       "COLL_IB_RETRY_CNT a dead peer is found after about (retries + 1) such waits"},
+      {"COLL_IB_RETRY_CNT", "int", "7", "", "ib: how often the queue pair retries a send that is not acknowledged (0-7)"},
+      {"COLL_IB_GID_INDEX", "int", "-1", "",
+       "roce: the GID table entry to use; unset (-1): chosen automatically (RoCE v2, COLL_IB_ADDR_FAMILY, "
+       "COLL_IB_ADDR_RANGE, never link-local)"},
+      {"COLL_IB_ADDR_FAMILY", "string", "AF_INET", "",
+       "roce: the address family of the GID to choose: AF_INET (IPv4-mapped entries) or AF_INET6"},
+      {"COLL_IB_ADDR_RANGE", "string", "", "", "roce: choose a GID inside this CIDR range only (e.g. 10.1.0.0/16)"},
+      {"COLL_IB_TC", "int", "0", "", "roce: the traffic class (DSCP << 2) of the packets"},
+      {"COLL_IB_SL", "int", "0", "", "ib and roce: the service level of the packets"},
       {"COLL_REDUCE_ISA", "string", "", "",
        "reduction kernels: portable, avx2 or avx512; unset picks the widest this CPU supports"},
       {"COLL_HOSTID", "string", "", "", "overrides this node's identity (emulated multi-node)"},

@@ -17,12 +17,14 @@ class StorePairExchange final : public transport::PairExchange {
   StorePairExchange(bootstrap::StoreClient& store, std::string prefix, int rank, int64_t timeout_ms)
       : store_(store), prefix_(std::move(prefix)), rank_(rank), timeout_ms_(timeout_ms) {}
 
-  void publish(int peer, const std::string& blob) override {
-    store_.set(str_cat(prefix_, "pair/", rank_, ">", peer), blob, Deadline::after_ms(timeout_ms_));
+  void publish(int peer, const std::string& blob, const std::string& round = {}) override {
+    store_.set(str_cat(prefix_, "pair/", rank_, ">", peer, round.empty() ? "" : "/", round), blob,
+               Deadline::after_ms(timeout_ms_));
   }
-  std::string fetch(int peer, const Deadline& deadline) override {
-    return store_.get(str_cat(prefix_, "pair/", peer, ">", rank_), deadline,
-                      str_cat("rank ", peer, "'s connection data for the pair with rank ", rank_));
+  std::string fetch(int peer, const Deadline& deadline, const std::string& round = {}) override {
+    return store_.get(str_cat(prefix_, "pair/", peer, ">", rank_, round.empty() ? "" : "/", round), deadline,
+                      str_cat("rank ", peer, "'s connection data for the pair with rank ", rank_,
+                              round.empty() ? "" : " (", round, round.empty() ? "" : ")"));
   }
 
  private:

@@ -19,8 +19,20 @@
 #ifdef COLL_WITH_TCP
 #include "transport/tcp/tcp_transport.h"
 #endif
+#ifdef COLL_WITH_IB
+#include "transport/ib/ib_transport.h"
+#endif
 
 namespace coll::transport {
+
+namespace {
+bool named_in_setting(const std::string& name) {
+  std::stringstream in(config::get_string("COLL_TRANSPORTS"));
+  for (std::string n; std::getline(in, n, ',');)
+    if (n == name) return true;
+  return false;
+}
+}  // namespace
 
 const std::vector<Entry>& registered() {
   static const std::vector<Entry> entries = {
@@ -30,6 +42,16 @@ const std::vector<Entry>& registered() {
          return std::make_unique<shm::ShmTransport>(c.rank, c.nranks, c.job_tag, c.host_id);
        },
        [](size_t bytes, const char* name) { return shm::allocate_region(bytes, name); }, &shm::free_region},
+#endif
+#ifdef COLL_WITH_IB
+      {"ib", "verbs: InfiniBand and RoCE",
+       [](const Context& c) -> std::unique_ptr<Transport> {
+         const std::string why = ib::unavailable();
+         if (!why.empty() && named_in_setting("ib"))
+           fail(Code::kSystem, "rank ", c.rank, ": COLL_TRANSPORTS names ib, but it cannot run here: ", why);
+         return std::make_unique<ib::IbTransport>(c);
+       },
+       nullptr, nullptr, &ib::unavailable},
 #endif
 #ifdef COLL_WITH_TCP
       {"tcp", "TCP sockets, any network",

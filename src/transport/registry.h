@@ -29,6 +29,8 @@ struct Entry {
   // can map), for coll_mem_alloc; null where any memory does as well.
   void* (*allocate)(size_t bytes, const char* name) = nullptr;
   bool (*release)(void* ptr) = nullptr;  // false: not memory it allocated
+  // Why it cannot run on this machine ("" when it can); null: it always can.
+  std::string (*unavailable)() = nullptr;
 };
 
 // Every transport compiled in, in the default preference order.

@@ -56,9 +56,11 @@ namespace {
 class Named final : public transport::PairExchange {
  public:
   Named(transport::PairExchange& inner, std::string name) : inner_(inner), name_(std::move(name)) {}
-  void publish(int peer, const std::string& blob) override { inner_.publish(peer, name_ + "=" + blob); }
-  std::string fetch(int peer, const Deadline& deadline) override {
-    std::string got = inner_.fetch(peer, deadline);
+  void publish(int peer, const std::string& blob, const std::string& round) override {
+    inner_.publish(peer, name_ + "=" + blob, round);
+  }
+  std::string fetch(int peer, const Deadline& deadline, const std::string& round) override {
+    std::string got = inner_.fetch(peer, deadline, round);
     if (got.rfind(name_ + "=", 0) != 0)
       fail(Code::kRemote, "rank ", peer, " sent connection data for '", got.substr(0, got.find('=')), "', not '", name_,
            "': the ranks chose different transports for the pair (is COLL_TRANSPORTS the same on all?)");

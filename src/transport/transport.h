@@ -105,12 +105,14 @@ struct Sink {
 // How a transport exchanges per-pair connection data (queue-pair numbers,
 // GIDs, rkeys, tokens) with a peer while it connects: the core provides it
 // over the bootstrap store. publish: this rank's blob for `peer`; fetch:
-// `peer`'s blob for this rank, waiting for it until the deadline.
+// `peer`'s blob for this rank, waiting for it until the deadline. `round`
+// names a later exchange of the same pair (ib: "ready", once its queue
+// pairs can receive); each round is published once.
 class PairExchange {
  public:
   virtual ~PairExchange() = default;
-  virtual void publish(int peer, const std::string& blob) = 0;
-  virtual std::string fetch(int peer, const Deadline& deadline) = 0;
+  virtual void publish(int peer, const std::string& blob, const std::string& round = {}) = 0;
+  virtual std::string fetch(int peer, const Deadline& deadline, const std::string& round = {}) = 0;
 };
 
 class Board;

@@ -4,6 +4,8 @@
 
 #include "transport/registry.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,13 +16,41 @@ namespace coll::testing {
 // every one in the registry (transport/registry.cc), so a new transport
 // joins both by registering, and "shm_cma": shared memory with single copy
 // on, so messages of 256 KiB and more are read with process_vm_readv.
+//
+// A transport that cannot run on this machine (ib without a verbs device)
+// is left out, and said so on stderr; COLL_TEST_REQUIRE_TRANSPORTS=ib (the
+// rxe tests set it) makes that a failure instead, so that a run meant for
+// it never passes without it.
 inline std::vector<std::string> transports_under_test() {
   std::vector<std::string> out;
-  for (const transport::Entry& e : transport::registered()) out.push_back(e.name);
+  const char* required = std::getenv("COLL_TEST_REQUIRE_TRANSPORTS");
+  for (const transport::Entry& e : transport::registered()) {
+    const std::string why = e.unavailable ? e.unavailable() : std::string();
+    if (why.empty()) {
+      out.push_back(e.name);
+      continue;
+    }
+    if (required != nullptr && std::string(",") + required + "," == std::string(",") + e.name + ",") {
+      std::fprintf(stderr, "transport %s is required (COLL_TEST_REQUIRE_TRANSPORTS) but cannot run: %s\n", e.name,
+                   why.c_str());
+      std::abort();
+    }
+    std::fprintf(stderr, "[ note ] transport %s left out of these tests: %s\n", e.name, why.c_str());
+  }
   out.push_back("shm_cma");
   return out;
 }
 inline const std::vector<std::string> kTransportsUnderTest = transports_under_test();
+
+// Those of `names` that can run on this machine (an instantiation over
+// none of them has no tests).
+inline std::vector<std::string> runnable(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const std::string& n : names)
+    for (const std::string& t : kTransportsUnderTest)
+      if (n == t) out.push_back(n);
+  return out;
+}
 
 // The settings that make a communicator use only that transport.
 // "shm_direct" and "shm_staged" (communicator-level trials only, not

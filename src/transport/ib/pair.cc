@@ -1,0 +1,561 @@
+#include "transport/ib/pair.h"
+
+#include "base/error.h"
+#include "base/log.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace coll::transport::ib {
+namespace {
+
+constexpr int kCtsSlots = 64;             // receives announced ahead of the data
+constexpr int kRecvDepth = 128;           // receives posted per queue pair, for immediates
+constexpr int kSendDepth = 1024;          // work requests per queue pair
+constexpr int kDataCap = 768;             // of which data may hold; the rest is for control
+constexpr size_t kMaxWrBytes = 1u << 30;  // a work request's length is 32 bits: 1 GiB pieces
+constexpr size_t kSplitFrom = 128 << 10;
+constexpr int kInline = 64;
+constexpr auto kKeepAlive = std::chrono::milliseconds(1000);
+
+// What an immediate says: its top two bits the kind, the rest a sequence.
+constexpr uint32_t kImmData = 0u << 30, kImmNotify = 1u << 30, kImmNotice = 2u << 30;
+constexpr uint32_t kImmKind = 3u << 30, kImmSeq = ~kImmKind;
+
+// A work request's id: its kind in the top byte, then what it belongs to.
+enum Kind : uint64_t { kSendData = 1, kCts = 2, kOneSidedOp = 3, kKeepAliveOp = 4, kNoticeOp = 5, kRecvOp = 6 };
+uint64_t wr_id(Kind k, uint64_t value) { return (static_cast<uint64_t>(k) << 56) | value; }
+Kind kind_of(uint64_t id) { return static_cast<Kind>(id >> 56); }
+uint64_t value_of(uint64_t id) { return id & ((1ull << 56) - 1); }
+
+struct CtsEntry {
+  uint64_t addr, bytes, tag;
+  uint32_t rkey;
+  uint32_t seq;  // last: the sender reads the entry once it shows the sequence it waits for
+};
+
+}  // namespace
+
+std::vector<Share> shares(size_t bytes, int qps) {
+  if (bytes < kSplitFrom || qps <= 1) return {Share{0, bytes}};
+  const size_t blocks = (bytes + 127) / 128;
+  const size_t per = (blocks + static_cast<size_t>(qps) - 1) / static_cast<size_t>(qps) * 128;
+  std::vector<Share> out;
+  for (size_t at = 0; at < bytes; at += per) out.push_back(Share{at, std::min(per, bytes - at)});
+  return out;
+}
+
+struct Pair::Control {
+  CtsEntry cts_in[kCtsSlots];   // the peer's receives, written by the peer
+  CtsEntry cts_out[kCtsSlots];  // ours, as we write them to the peer
+  struct Notice {
+    int32_t code;
+    uint32_t bytes;
+    char text[kMaxNoticeBytes];
+  } notice_in, notice_out;
+  uint64_t notify_out[kCtsSlots];
+  uint64_t recv_buf[16][kRecvDepth][2];  // what sends with an immediate carry
+};
+
+struct Pair::Send {
+  RequestId id;
+  Buffer buffer;
+  uint64_t tag;
+  uint32_t seq;
+  Region region;
+  bool started = false;
+  int wrs_left = 0;
+};
+
+struct Pair::Recv {
+  RequestId id;
+  Buffer buffer;
+  uint64_t tag;
+  uint32_t seq;
+  Region region;
+  int imms_left = 0;
+  bool announced = false;
+};
+
+struct Pair::OneSided {
+  RequestId id;
+  Region region;
+  int wrs_left = 0;
+};
+
+Pair::Pair(PairHost& host, int self, int peer, std::string peer_host, int nqps, const QpSettings& settings)
+    : host_(host), self_(self), peer_(peer), settings_(settings) {
+  Device& d = host_.device();
+  const Verbs& v = d.verbs();
+  names_ = PairNames{self, peer, std::move(peer_host), str_cat(d.port().device, ":", int{d.port().port}), "?"};
+  detection_ = str_cat("COLL_IB_TIMEOUT=", int{settings.timeout}, ", COLL_IB_RETRY_CNT=", int{settings.retry_cnt},
+                       ": about ", static_cast<int>(detection_seconds(settings) + 0.5), " s");
+  void* mem = nullptr;
+  const size_t bytes = (sizeof(Control) + 4095) / 4096 * 4096;
+  if (posix_memalign(&mem, 4096, bytes) != 0) fail(Code::kSystem, "ib: cannot allocate the control area");
+  std::memset(mem, 0, bytes);
+  control_ = static_cast<Control*>(mem);
+  control_mr_ = v.reg_mr(d.pd(), control_, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (control_mr_ == nullptr)
+    fail_errno(Code::kSystem, errno, "ib: registering the control area (is `ulimit -l` too low?)", "ibv_reg_mr");
+  cq_ = v.create_cq(d.context(), nqps * (kSendDepth + kRecvDepth), nullptr, nullptr, 0);
+  if (cq_ == nullptr) fail_errno(Code::kSystem, errno, "ib: creating a completion queue", "ibv_create_cq");
+  std::random_device random;
+  for (int q = 0; q < nqps; ++q) {
+    ibv_qp_init_attr init{};
+    init.send_cq = cq_;
+    init.recv_cq = cq_;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = kSendDepth;
+    init.cap.max_recv_wr = kRecvDepth;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    init.cap.max_inline_data = kInline;
+    ibv_qp* qp = v.create_qp(d.pd(), &init);
+    if (qp == nullptr)
+      fail_errno(Code::kSystem, errno, str_cat("ib: creating a queue pair to rank ", peer), "ibv_create_qp");
+    qps_.push_back(qp);
+    psns_.push_back(random() & 0xffffff);
+    in_flight_.push_back(0);
+    QpTransition t = to_init(d.port().port);
+    if (v.modify_qp(qp, &t.attr, t.mask) != 0) fail_errno(Code::kSystem, errno, "ib: QP to INIT", "ibv_modify_qp");
+    // Receives go up before the peer can send: none is ever too late.
+    for (int slot = 0; slot < kRecvDepth; ++slot) {
+      ibv_sge sge{reinterpret_cast<uintptr_t>(control_->recv_buf[q][slot]), 16, control_mr_->lkey};
+      ibv_recv_wr wr{};
+      wr.wr_id = wr_id(kRecvOp, static_cast<uint64_t>(q) << 16 | static_cast<uint64_t>(slot));
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      ibv_recv_wr* bad = nullptr;
+      if (ib::post_recv(qp, &wr, &bad) != 0) fail_errno(Code::kSystem, errno, "ib: posting receives", "ibv_post_recv");
+    }
+  }
+  last_heard_ = std::chrono::steady_clock::now();
+}
+
+Pair::~Pair() {
+  const Verbs& v = host_.device().verbs();
+  for (auto& s : sends_) host_.release(s->region);
+  for (auto& [seq, r] : recvs_) host_.release(r->region);
+  for (auto& [id, o] : one_sided_) host_.release(o->region);
+  for (ibv_qp* qp : qps_) v.destroy_qp(qp);
+  if (cq_ != nullptr) v.destroy_cq(cq_);
+  if (control_mr_ != nullptr) v.dereg_mr(control_mr_);
+  std::free(control_);
+}
+
+PairEnd Pair::local_end() const {
+  const Device& d = host_.device();
+  PairEnd e;
+  e.link_layer = d.port().link_layer;
+  e.port = d.port().port;
+  e.mtu = static_cast<uint8_t>(d.port().active_mtu);
+  e.lid = d.port().lid;
+  e.gid = d.gid();
+  for (size_t q = 0; q < qps_.size(); ++q) e.qps.push_back(QpEnd{qps_[q]->qp_num, psns_[q]});
+  e.control_addr = reinterpret_cast<uintptr_t>(control_);
+  e.control_rkey = control_mr_->rkey;
+  e.device = str_cat(d.port().device, ":", int{d.port().port});
+  return e;
+}
+
+void Pair::connect(const PairEnd& remote) {
+  if (remote.qps.size() != qps_.size())
+    fail(Code::kInvalidUsage, "ib: rank ", self_, " has ", qps_.size(), " queue pairs per connection, rank ", peer_,
+         " has ", remote.qps.size(), ": set COLL_IB_QPS_PER_CONN alike on every rank");
+  remote_ = remote;
+  names_.remote = remote.device;
+  Device& d = host_.device();
+  for (size_t q = 0; q < qps_.size(); ++q) {
+    QpTransition rtr = to_rtr(d.port(), d.gid_index(), remote, remote.qps[q], settings_);
+    if (d.verbs().modify_qp(qps_[q], &rtr.attr, rtr.mask) != 0)
+      fail_errno(Code::kSystem, errno,
+                 str_cat("ib: rank ", self_, ": QP ", qps_[q]->qp_num, " to rank ", peer_, " to RTR"), "ibv_modify_qp");
+    QpTransition rts = to_rts(QpEnd{qps_[q]->qp_num, psns_[q]}, settings_);
+    if (d.verbs().modify_qp(qps_[q], &rts.attr, rts.mask) != 0)
+      fail_errno(Code::kSystem, errno, str_cat("ib: rank ", self_, ": QP ", qps_[q]->qp_num, " to RTS"),
+                 "ibv_modify_qp");
+  }
+  connected_ = true;
+  last_heard_ = std::chrono::steady_clock::now();
+}
+
+void Pair::post(int qp, ibv_send_wr& wr) {
+  ibv_send_wr* bad = nullptr;
+  const int rc = ib::post_send(qps_[static_cast<size_t>(qp)], &wr, &bad);
+  if (rc != 0)
+    fail_pair(str_cat("rank ", self_, ": ", names_.local, " to rank ", peer_, ", QP ",
+                      qps_[static_cast<size_t>(qp)]->qp_num, ": ibv_post_send: ", std::strerror(rc)),
+              Code::kSystem);
+  ++in_flight_[static_cast<size_t>(qp)];
+}
+
+void Pair::post_send(RequestId id, const Buffer& buffer, uint64_t tag) {
+  check_failed();
+  auto s = std::make_unique<Send>();
+  s->id = id, s->buffer = buffer, s->tag = tag, s->seq = next_send_seq_++;
+  sends_.push_back(std::move(s));
+  start_sends();
+}
+
+void Pair::post_recv(RequestId id, const Buffer& buffer, uint64_t tag) {
+  check_failed();
+  auto r = std::make_unique<Recv>();
+  r->id = id, r->buffer = buffer, r->tag = tag, r->seq = next_recv_seq_++;
+  r->imms_left = static_cast<int>(shares(buffer.bytes, static_cast<int>(qps_.size())).size());
+  recvs_[r->seq] = std::move(r);
+  issue_cts();
+}
+
+// A receive is announced once the sender has taken the entry its slot held
+// before: the receive kCtsSlots earlier has completed.
+void Pair::issue_cts() {
+  while (connected_ && next_cts_seq_ < next_recv_seq_ && next_cts_seq_ < recvs_.begin()->first + kCtsSlots) {
+    Recv& r = *recvs_.at(next_cts_seq_);
+    if (r.buffer.bytes > 0) r.region = host_.region_for(r.buffer, true);
+    const int slot = static_cast<int>(r.seq % kCtsSlots);
+    control_->cts_out[slot] =
+        CtsEntry{reinterpret_cast<uintptr_t>(r.buffer.data), r.buffer.bytes, r.tag, r.region.rkey(), r.seq};
+    ibv_sge sge{reinterpret_cast<uintptr_t>(&control_->cts_out[slot]), sizeof(CtsEntry), control_mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(kCts, r.seq);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+    wr.wr.rdma.remote_addr =
+        remote_.control_addr + offsetof(Control, cts_in) + static_cast<size_t>(slot) * sizeof(CtsEntry);
+    wr.wr.rdma.rkey = remote_.control_rkey;
+    post(0, wr);
+    r.announced = true;
+    ++next_cts_seq_;
+  }
+}
+
+// Sends start in order, each once its receive's entry has come.
+void Pair::start_sends() {
+  if (!connected_) return;
+  for (auto& sp : sends_) {
+    Send& s = *sp;
+    if (s.started) continue;
+    volatile CtsEntry& e = control_->cts_in[s.seq % kCtsSlots];
+    if (e.seq != s.seq) return;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const CtsEntry cts{e.addr, e.bytes, e.tag, e.rkey, e.seq};
+    check_match_or_fail(self_, peer_, str_cat("rank ", peer_, " (host ", names_.peer_host, ")"), s.tag, s.buffer.bytes,
+                        cts.tag, cts.bytes);
+    const std::vector<Share> parts = shares(s.buffer.bytes, static_cast<int>(qps_.size()));
+    for (size_t q = 0; q < parts.size(); ++q)
+      if (in_flight_[q] + static_cast<int>(parts[q].bytes / kMaxWrBytes) + 1 > kDataCap) return;
+    if (s.buffer.bytes > 0) s.region = host_.region_for(s.buffer, false);
+    for (size_t q = 0; q < parts.size(); ++q) {
+      for (size_t at = parts[q].offset, end = parts[q].offset + parts[q].bytes;;) {
+        const size_t len = std::min(kMaxWrBytes, end - at);
+        const bool last = at + len == end;
+        ibv_sge sge{reinterpret_cast<uintptr_t>(s.buffer.data) + at, static_cast<uint32_t>(len), s.region.lkey()};
+        ibv_send_wr wr{};
+        wr.wr_id = wr_id(kSendData, s.seq);
+        wr.sg_list = len > 0 ? &sge : nullptr;
+        wr.num_sge = len > 0 ? 1 : 0;
+        wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+        wr.imm_data = htonl(kImmData | (s.seq & kImmSeq));
+        wr.send_flags = IBV_SEND_SIGNALED | (len <= kInline ? IBV_SEND_INLINE : 0);
+        wr.wr.rdma.remote_addr = cts.addr + at;
+        wr.wr.rdma.rkey = cts.rkey;
+        post(static_cast<int>(q), wr);
+        ++s.wrs_left;
+        at += len;
+        if (last) break;
+      }
+    }
+    s.started = true;
+  }
+}
+
+void Pair::post_put(RequestId id, const Buffer& local, uint64_t remote_addr, uint32_t rkey, const uint64_t* notify) {
+  check_failed();
+  auto o = std::make_unique<OneSided>();
+  o->id = id;
+  if (local.bytes > 0) o->region = host_.region_for(local, false);
+  const uint64_t key = next_wr_++;
+  for (size_t at = 0;;) {
+    const size_t len = std::min(kMaxWrBytes, local.bytes - at);
+    ibv_sge sge{reinterpret_cast<uintptr_t>(local.data) + at, static_cast<uint32_t>(len), o->region.lkey()};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(kOneSidedOp, key);
+    wr.sg_list = len > 0 ? &sge : nullptr;
+    wr.num_sge = len > 0 ? 1 : 0;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED | (len <= kInline ? IBV_SEND_INLINE : 0);
+    wr.wr.rdma.remote_addr = remote_addr + at;
+    wr.wr.rdma.rkey = rkey;
+    post(0, wr);
+    ++o->wrs_left;
+    at += len;
+    if (at >= local.bytes) break;
+  }
+  if (notify != nullptr) {  // behind the write on the same queue pair: it lands after the bytes
+    const size_t slot = key % kCtsSlots;
+    control_->notify_out[slot] = *notify;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(&control_->notify_out[slot]), 8, control_mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(kOneSidedOp, key);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htonl(kImmNotify);
+    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+    post(0, wr);
+    ++o->wrs_left;
+  }
+  one_sided_[key] = std::move(o);
+}
+
+void Pair::post_get(RequestId id, const Buffer& local, uint64_t remote_addr, uint32_t rkey) {
+  check_failed();
+  auto o = std::make_unique<OneSided>();
+  o->id = id;
+  if (local.bytes > 0) o->region = host_.region_for(local, true);
+  const uint64_t key = next_wr_++;
+  for (size_t at = 0;;) {
+    const size_t len = std::min(kMaxWrBytes, local.bytes - at);
+    ibv_sge sge{reinterpret_cast<uintptr_t>(local.data) + at, static_cast<uint32_t>(len), o->region.lkey()};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(kOneSidedOp, key);
+    wr.sg_list = len > 0 ? &sge : nullptr;
+    wr.num_sge = len > 0 ? 1 : 0;
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote_addr + at;
+    wr.wr.rdma.rkey = rkey;
+    post(0, wr);
+    ++o->wrs_left;
+    at += len;
+    if (at >= local.bytes) break;
+  }
+  one_sided_[key] = std::move(o);
+}
+
+void Pair::post_notification(RequestId id, uint64_t* value) {
+  check_failed();
+  notify_waiting_.emplace_back(id, value);
+}
+
+bool Pair::progress(std::vector<RequestId>& done) {
+  check_failed();
+  const size_t before = done.size();
+  ibv_wc wcs[32];
+  bool moved = false;
+  for (int n; (n = poll_cq(cq_, 32, wcs)) != 0;) {
+    if (n < 0) fail_pair(str_cat("rank ", self_, ": ibv_poll_cq failed on the pair with rank ", peer_), Code::kSystem);
+    for (int i = 0; i < n; ++i) take_completion(wcs[i], done);
+    moved = true;
+  }
+  while (!notify_waiting_.empty() && !notify_arrived_.empty()) {
+    *notify_waiting_.front().second = notify_arrived_.front();
+    done.push_back(notify_waiting_.front().first);
+    notify_waiting_.pop_front();
+    notify_arrived_.pop_front();
+  }
+  start_sends();
+  issue_cts();
+  keep_alive();
+  return moved || done.size() > before;
+}
+
+void Pair::take_completion(const ibv_wc& wc, std::vector<RequestId>& done) {
+  if (wc.status != IBV_WC_SUCCESS) {
+    if (!failed_.empty()) check_failed();
+    fail_pair(completion_error(names_, wc.qp_num, wc.status, host_.device().verbs().wc_status_str(wc.status),
+                               doing(wc.wr_id), detection_, failed_));
+  }
+  last_heard_ = std::chrono::steady_clock::now();
+  const uint64_t value = value_of(wc.wr_id);
+  if (kind_of(wc.wr_id) == kRecvOp) {
+    const int q = static_cast<int>(value >> 16), slot = static_cast<int>(value & 0xffff);
+    const uint32_t imm = ntohl(wc.imm_data);
+    uint64_t payload = 0;
+    std::memcpy(&payload, control_->recv_buf[q][slot], sizeof(payload));
+    ibv_sge sge{reinterpret_cast<uintptr_t>(control_->recv_buf[q][slot]), 16, control_mr_->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = wc.wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    if (ib::post_recv(qps_[static_cast<size_t>(q)], &wr, &bad) != 0)
+      fail_pair(str_cat("rank ", self_, ": reposting a receive to rank ", peer_, " failed"), Code::kSystem);
+    if ((imm & kImmKind) == kImmNotify)
+      notify_arrived_.push_back(payload);
+    else
+      take_immediate(imm, wc, done);
+    return;
+  }
+  for (size_t q = 0; q < qps_.size(); ++q)
+    if (qps_[q]->qp_num == wc.qp_num) --in_flight_[q];
+  switch (kind_of(wc.wr_id)) {
+    case kSendData:
+      for (auto it = sends_.begin(); it != sends_.end(); ++it) {
+        if ((*it)->seq != value) continue;
+        if (--(*it)->wrs_left == 0) {
+          done.push_back((*it)->id);
+          host_.release((*it)->region);
+          sends_.erase(it);
+        }
+        break;
+      }
+      break;
+    case kOneSidedOp: {
+      auto it = one_sided_.find(value);
+      if (it != one_sided_.end() && --it->second->wrs_left == 0) {
+        done.push_back(it->second->id);
+        host_.release(it->second->region);
+        one_sided_.erase(it);
+      }
+      break;
+    }
+    case kKeepAliveOp:
+      keepalive_out_ = false;
+      break;
+    default:
+      break;
+  }
+}
+
+void Pair::take_immediate(uint32_t imm, const ibv_wc&, std::vector<RequestId>& done) {
+  if ((imm & kImmKind) == kImmNotice) {
+    const Control::Notice& n = control_->notice_in;
+    const std::string text(n.text, std::min<size_t>(n.bytes, kMaxNoticeBytes));
+    try {
+      fail_with_notice(self_, str_cat("rank ", peer_, " (host ", names_.peer_host, ")"), n.code, text);
+    } catch (const Error& e) {
+      fail_pair(e.what(), e.code());
+    }
+  }
+  complete_recv(imm & kImmSeq, done);
+}
+
+void Pair::complete_recv(uint32_t seq, std::vector<RequestId>& done) {
+  for (auto it = recvs_.begin(); it != recvs_.end(); ++it) {
+    if ((it->first & kImmSeq) != seq || !it->second->announced) continue;
+    if (--it->second->imms_left == 0) {
+      done.push_back(it->second->id);
+      host_.release(it->second->region);
+      recvs_.erase(it);
+    }
+    return;
+  }
+  fail_pair(str_cat("rank ", self_, ": rank ", peer_, " wrote message ", seq, ", which no receive announced"),
+            Code::kInternal);
+}
+
+// A peer that waits on us answers at the link level even while its process
+// is busy; one that is gone answers nothing, and a zero-byte write to it
+// fails with retry exceeded after the QP timeout.
+void Pair::keep_alive() {
+  if (!connected_ || keepalive_out_ || idle()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_heard_ < kKeepAlive) return;
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id(kKeepAliveOp, 0);
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = remote_.control_addr;
+  wr.wr.rdma.rkey = remote_.control_rkey;
+  post(0, wr);
+  keepalive_out_ = true;
+  last_heard_ = now;
+}
+
+void Pair::fail_by_event(const std::string& event) {
+  if (failed_.empty()) fail_pair(event_error(names_, event));
+  check_failed();
+}
+
+bool Pair::owns_qp(uint32_t qpn) const {
+  for (ibv_qp* qp : qps_)
+    if (qp->qp_num == qpn) return true;
+  return false;
+}
+
+bool Pair::idle() const { return sends_.empty() && recvs_.empty() && one_sided_.empty() && notify_waiting_.empty(); }
+
+std::string Pair::describe_pending() const {
+  if (!failed_.empty()) return str_cat("failed: ", failed_);
+  std::string out =
+      str_cat(sends_.size(), " send(s), ", recvs_.size(), " receive(s), ", one_sided_.size(), " put/get(s) and ",
+              notify_waiting_.size(), " notification wait(s) pending over ", names_.local, " to ", names_.remote);
+  if (!sends_.empty() && !sends_.front()->started)
+    out += str_cat("; the first send (message ", sends_.front()->seq, ") waits for rank ", peer_, "'s receive");
+  return out;
+}
+
+void Pair::close(const Error* why) {
+  if (!connected_ || !failed_.empty()) return;
+  Control::Notice& n = control_->notice_out;
+  const std::string text = why ? why->what() : str_cat("rank ", self_, " closed its connection (abort)");
+  n.code = static_cast<int32_t>(why ? why->code() : Code::kRemote);
+  n.bytes = static_cast<uint32_t>(std::min(text.size(), kMaxNoticeBytes));
+  std::memcpy(n.text, text.data(), n.bytes);
+  try {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(&n), static_cast<uint32_t>(offsetof(Control::Notice, text) + n.bytes),
+                control_mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(kNoticeOp, 0);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.imm_data = htonl(kImmNotice);
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote_.control_addr + offsetof(Control, notice_in);
+    wr.wr.rdma.rkey = remote_.control_rkey;
+    post(0, wr);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    ibv_wc wc;
+    while (std::chrono::steady_clock::now() < until) {
+      if (poll_cq(cq_, 1, &wc) > 0 && kind_of(wc.wr_id) == kNoticeOp) break;
+      std::this_thread::yield();
+    }
+  } catch (const Error&) {
+    // The pair is gone already: nothing to tell.
+  }
+  connected_ = false;
+}
+
+void Pair::fail_pair(const std::string& message, Code code) {
+  if (failed_.empty()) {
+    failed_ = message;
+    failed_code_ = code;
+    log::info(log::kNet, "ib: ", message);
+  }
+  throw Error(failed_code_, failed_);
+}
+
+void Pair::check_failed() const {
+  if (!failed_.empty()) throw Error(failed_code_, failed_);
+}
+
+const char* Pair::doing(uint64_t id) const {
+  switch (kind_of(id)) {
+    case kSendData:
+      return "an RDMA write of message data";
+    case kCts:
+      return "announcing a receive (RDMA write)";
+    case kOneSidedOp:
+      return "a put or get";
+    case kKeepAliveOp:
+      return "a keep-alive write";
+    case kNoticeOp:
+      return "a notice";
+    default:
+      return "a work request";
+  }
+}
+
+}  // namespace coll::transport::ib
