@@ -71,7 +71,7 @@ class KillNine : public ::testing::TestWithParam<std::string> {};
 TEST_P(KillNine, EverySurvivorFailsInTimeAndLeaksNothing) {
   constexpr int kRanks = 4, kTimeoutMs = 3000;
   // Fewer where the machine is slow (tests/rxe: a guest under emulation).
-  const int kTrials = std::getenv("COLL_TEST_KILL_TRIALS") ? std::atoi(std::getenv("COLL_TEST_KILL_TRIALS")) : 20;
+  const int kTrials = std::getenv("COLLTEST_KILL_TRIALS") ? std::atoi(std::getenv("COLLTEST_KILL_TRIALS")) : 20;
   std::mt19937 rng(20261130);
   int pipefd[2];
   ASSERT_EQ(pipe(pipefd), 0);

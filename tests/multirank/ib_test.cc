@@ -1,9 +1,9 @@
 // The verbs transport's failures, provoked for real on a verbs device (in CI:
 // Soft-RoCE in a guest, tests/rxe): each must become an error whose message
 // names the peer, both ends, the QP and the cause. Where no device is, the
-// tests skip and say why; COLL_TEST_REQUIRE_TRANSPORTS=ib makes that fatal.
+// tests skip and say why; COLLTEST_REQUIRE_TRANSPORTS=ib makes that fatal.
 // The tests that take the guest's link down or change its addresses run
-// only with COLL_TEST_LINK_CONTROL=1 (root in a guest of its own).
+// only with COLLTEST_LINK_CONTROL=1 (root in a guest of its own).
 #include "support/multirank.h"
 #include "support/transport_link.h"
 #include "support/transports.h"
@@ -29,8 +29,8 @@ using Clock = std::chrono::steady_clock;
   if (runnable({"ib"}).empty()) GTEST_SKIP() << "ib cannot run here: " << transport::find("ib").unavailable()
 
 #define SKIP_WITHOUT_LINK_CONTROL()                                                                                  \
-  if (std::getenv("COLL_TEST_LINK_CONTROL") == nullptr || std::string(std::getenv("COLL_TEST_LINK_CONTROL")) != "1") \
-  GTEST_SKIP() << "changes the node's links: only with COLL_TEST_LINK_CONTROL=1 (tests/rxe sets it in its guests)"
+  if (std::getenv("COLLTEST_LINK_CONTROL") == nullptr || std::string(std::getenv("COLLTEST_LINK_CONTROL")) != "1") \
+  GTEST_SKIP() << "changes the node's links: only with COLLTEST_LINK_CONTROL=1 (tests/rxe sets it in its guests)"
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -18,12 +18,12 @@ namespace coll::testing {
 // on, so messages of 256 KiB and more are read with process_vm_readv.
 //
 // A transport that cannot run on this machine (ib without a verbs device)
-// is left out, and said so on stderr; COLL_TEST_REQUIRE_TRANSPORTS=ib (the
+// is left out, and said so on stderr; COLLTEST_REQUIRE_TRANSPORTS=ib (the
 // rxe tests set it) makes that a failure instead, so that a run meant for
 // it never passes without it.
 inline std::vector<std::string> transports_under_test() {
   std::vector<std::string> out;
-  const char* required = std::getenv("COLL_TEST_REQUIRE_TRANSPORTS");
+  const char* required = std::getenv("COLLTEST_REQUIRE_TRANSPORTS");
   for (const transport::Entry& e : transport::registered()) {
     const std::string why = e.unavailable ? e.unavailable() : std::string();
     if (why.empty()) {
@@ -31,7 +31,7 @@ inline std::vector<std::string> transports_under_test() {
       continue;
     }
     if (required != nullptr && std::string(",") + required + "," == std::string(",") + e.name + ",") {
-      std::fprintf(stderr, "transport %s is required (COLL_TEST_REQUIRE_TRANSPORTS) but cannot run: %s\n", e.name,
+      std::fprintf(stderr, "transport %s is required (COLLTEST_REQUIRE_TRANSPORTS) but cannot run: %s\n", e.name,
                    why.c_str());
       std::abort();
     }

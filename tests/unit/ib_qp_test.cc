@@ -150,11 +150,11 @@ TEST(IbErrors, RetryExceededNamesBothEndsTheQpAndTheLikelyCause) {
   PairNames n{2, 5, "node1", "rxe0:1", "rxe0:1"};
   const std::string m =
       completion_error(n, 17, IBV_WC_RETRY_EXC_ERR, "transport retry counter exceeded", "an RDMA write of message data",
-                       "COLL_IB_TIMEOUT=20, COLL_IB_RETRY_CNT=7: about 34 s", "");
+                       "COLL_IB_TIMEOUT=20, COLL_IB_RETRY_CNT=7: about 34.4 s", "");
   EXPECT_EQ(m,
             "rank 2: rxe0:1 to rank 5 (host node1, rxe0:1), QP 17: an RDMA write of message data failed: transport "
             "retry counter exceeded (status 12): the peer did not acknowledge in time: its link or its process is "
-            "gone, or the QP timeout (COLL_IB_TIMEOUT=20, COLL_IB_RETRY_CNT=7: about 34 s) is too short for this "
+            "gone, or the QP timeout (COLL_IB_TIMEOUT=20, COLL_IB_RETRY_CNT=7: about 34.4 s) is too short for this "
             "fabric (raise COLL_IB_TIMEOUT)");
 }
 

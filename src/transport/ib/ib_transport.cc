@@ -93,6 +93,14 @@ IbTransport::IbTransport(const Context& context)
   const PortInfo& port = choose_port(f.ports, config::get_string("COLL_IB_HCA"), nearest_nic(local_rank), local_rank);
   device_ = std::make_unique<Device>(*f.verbs, port);
   settings_ = QpSettings::from_config();
+  // Soft-RoCE (rdma_rxe: vendor 0xffffff, part 0) retries forever at a
+  // retry count of 7, where hardware retries 7 times: a dead peer would go
+  // unnoticed until COLL_TIMEOUT_MS.
+  const bool soft_roce = device_->attr().vendor_id == 0xffffff && device_->attr().vendor_part_id == 0;
+  if (soft_roce && settings_.retry_cnt == 7) {
+    settings_.retry_cnt = 6;
+    log::info(log::kNet, "ib: ", port.device, " is Soft-RoCE, which retries forever at COLL_IB_RETRY_CNT=7: using 6");
+  }
   qps_per_conn_ = static_cast<int>(config::get_int("COLL_IB_QPS_PER_CONN"));
   if (qps_per_conn_ < 1 || qps_per_conn_ > 16)
     fail(Code::kInvalidArgument, "COLL_IB_QPS_PER_CONN=", qps_per_conn_, ": give 1 to 16");

@@ -26,8 +26,10 @@ constexpr int kInline = 64;
 constexpr auto kKeepAlive = std::chrono::milliseconds(1000);
 
 // What an immediate says: its top two bits the kind, the rest a sequence.
-constexpr uint32_t kImmData = 0u << 30, kImmNotify = 1u << 30, kImmNotice = 2u << 30;
-constexpr uint32_t kImmKind = 3u << 30, kImmSeq = ~kImmKind;
+// What an immediate says: its top three bits the kind, the rest a sequence.
+constexpr uint32_t kImmData = 0u << 29, kImmNotify = 1u << 29, kImmNotice = 2u << 29, kImmMismatch = 3u << 29,
+                   kImmCts = 4u << 29;
+constexpr uint32_t kImmKind = 7u << 29, kImmSeq = ~kImmKind;
 
 // A work request's id: its kind in the top byte, then what it belongs to.
 enum Kind : uint64_t { kSendData = 1, kCts = 2, kOneSidedOp = 3, kKeepAliveOp = 4, kNoticeOp = 5, kRecvOp = 6 };
@@ -38,7 +40,7 @@ uint64_t value_of(uint64_t id) { return id & ((1ull << 56) - 1); }
 struct CtsEntry {
   uint64_t addr, bytes, tag;
   uint32_t rkey;
-  uint32_t seq;  // last: the sender reads the entry once it shows the sequence it waits for
+  uint32_t seq;
 };
 
 }  // namespace
@@ -96,7 +98,7 @@ Pair::Pair(PairHost& host, int self, int peer, std::string peer_host, int nqps, 
   const Verbs& v = d.verbs();
   names_ = PairNames{self, peer, std::move(peer_host), str_cat(d.port().device, ":", int{d.port().port}), "?"};
   detection_ = str_cat("COLL_IB_TIMEOUT=", int{settings.timeout}, ", COLL_IB_RETRY_CNT=", int{settings.retry_cnt},
-                       ": about ", static_cast<int>(detection_seconds(settings) + 0.5), " s");
+                       ": about ", static_cast<double>(static_cast<int>(detection_seconds(settings) * 10 + 0.5)) / 10, " s");
   void* mem = nullptr;
   const size_t bytes = (sizeof(Control) + 4095) / 4096 * 4096;
   if (posix_memalign(&mem, 4096, bytes) != 0) fail(Code::kSystem, "ib: cannot allocate the control area");
@@ -197,6 +199,18 @@ void Pair::post(int qp, ibv_send_wr& wr) {
   ++in_flight_[static_cast<size_t>(qp)];
 }
 
+// Puts and gets are posted at once: when the queue pair is full, its
+// completions are taken first (handed out by the next progress).
+void Pair::make_room(int qp, int wrs) {
+  ibv_wc wcs[32];
+  while (in_flight_[static_cast<size_t>(qp)] + wrs > kDataCap) {
+    const int n = poll_cq(cq_, 32, wcs);
+    if (n < 0) fail_pair(str_cat("rank ", self_, ": ibv_poll_cq failed on the pair with rank ", peer_), Code::kSystem);
+    for (int i = 0; i < n; ++i) take_completion(wcs[i], early_);
+    if (n == 0) std::this_thread::yield();
+  }
+}
+
 void Pair::post_send(RequestId id, const Buffer& buffer, uint64_t tag) {
   check_failed();
   auto s = std::make_unique<Send>();
@@ -221,14 +235,20 @@ void Pair::issue_cts() {
     Recv& r = *recvs_.at(next_cts_seq_);
     if (r.buffer.bytes > 0) r.region = host_.region_for(r.buffer, true);
     const int slot = static_cast<int>(r.seq % kCtsSlots);
+    // An empty message is written nowhere, but to a valid place all the same.
+    const bool empty = r.buffer.bytes == 0;
     control_->cts_out[slot] =
-        CtsEntry{reinterpret_cast<uintptr_t>(r.buffer.data), r.buffer.bytes, r.tag, r.region.rkey(), r.seq};
+        CtsEntry{empty ? reinterpret_cast<uintptr_t>(control_) : reinterpret_cast<uintptr_t>(r.buffer.data),
+                 r.buffer.bytes, r.tag, empty ? control_mr_->rkey : r.region.rkey(), r.seq};
     ibv_sge sge{reinterpret_cast<uintptr_t>(&control_->cts_out[slot]), sizeof(CtsEntry), control_mr_->lkey};
     ibv_send_wr wr{};
     wr.wr_id = wr_id(kCts, r.seq);
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
+    // With an immediate: its completion at the sender says the entry has
+    // landed whole (a plain write's bytes may be seen in any order).
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.imm_data = htonl(kImmCts | (r.seq & kImmSeq));
     wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
     wr.wr.rdma.remote_addr =
         remote_.control_addr + offsetof(Control, cts_in) + static_cast<size_t>(slot) * sizeof(CtsEntry);
@@ -245,12 +265,15 @@ void Pair::start_sends() {
   for (auto& sp : sends_) {
     Send& s = *sp;
     if (s.started) continue;
-    volatile CtsEntry& e = control_->cts_in[s.seq % kCtsSlots];
-    if (e.seq != s.seq) return;
-    std::atomic_thread_fence(std::memory_order_acquire);
-    const CtsEntry cts{e.addr, e.bytes, e.tag, e.rkey, e.seq};
-    check_match_or_fail(self_, peer_, str_cat("rank ", peer_, " (host ", names_.peer_host, ")"), s.tag, s.buffer.bytes,
-                        cts.tag, cts.bytes);
+    if (s.seq > cts_arrived_) return;
+    const CtsEntry cts = control_->cts_in[s.seq % kCtsSlots];
+    if (cts.seq != s.seq)
+      fail_pair(str_cat("rank ", self_, ": rank ", peer_, "'s clear-to-send for message ", s.seq, " says ", cts.seq),
+                Code::kInternal);
+    if (!check_match(s.tag, s.buffer.bytes, cts.tag, cts.bytes).empty()) {
+      tell_mismatch(s);
+      continue;
+    }
     const std::vector<Share> parts = shares(s.buffer.bytes, static_cast<int>(qps_.size()));
     for (size_t q = 0; q < parts.size(); ++q)
       if (in_flight_[q] + static_cast<int>(parts[q].bytes / kMaxWrBytes) + 1 > kDataCap) return;
@@ -279,8 +302,27 @@ void Pair::start_sends() {
   }
 }
 
+// The receiver is the one to report a message that does not answer its
+// receive (as over the other transports): it gets this send's tag and size
+// instead of its data, and the send completes without writing anything.
+void Pair::tell_mismatch(Send& s) {
+  const uint64_t said[2] = {s.tag, s.buffer.bytes};
+  ibv_sge sge{reinterpret_cast<uintptr_t>(said), sizeof(said), 0};
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id(kSendData, s.seq);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.imm_data = htonl(kImmMismatch | (s.seq & kImmSeq));
+  wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+  post(0, wr);
+  s.wrs_left = 1;
+  s.started = true;
+}
+
 void Pair::post_put(RequestId id, const Buffer& local, uint64_t remote_addr, uint32_t rkey, const uint64_t* notify) {
   check_failed();
+  make_room(0, static_cast<int>(local.bytes / kMaxWrBytes) + 2);
   auto o = std::make_unique<OneSided>();
   o->id = id;
   if (local.bytes > 0) o->region = host_.region_for(local, false);
@@ -320,6 +362,7 @@ void Pair::post_put(RequestId id, const Buffer& local, uint64_t remote_addr, uin
 
 void Pair::post_get(RequestId id, const Buffer& local, uint64_t remote_addr, uint32_t rkey) {
   check_failed();
+  make_room(0, static_cast<int>(local.bytes / kMaxWrBytes) + 1);
   auto o = std::make_unique<OneSided>();
   o->id = id;
   if (local.bytes > 0) o->region = host_.region_for(local, true);
@@ -351,6 +394,8 @@ void Pair::post_notification(RequestId id, uint64_t* value) {
 bool Pair::progress(std::vector<RequestId>& done) {
   check_failed();
   const size_t before = done.size();
+  done.insert(done.end(), early_.begin(), early_.end());
+  early_.clear();
   ibv_wc wcs[32];
   bool moved = false;
   for (int n; (n = poll_cq(cq_, 32, wcs)) != 0;) {
@@ -373,16 +418,22 @@ bool Pair::progress(std::vector<RequestId>& done) {
 void Pair::take_completion(const ibv_wc& wc, std::vector<RequestId>& done) {
   if (wc.status != IBV_WC_SUCCESS) {
     if (!failed_.empty()) check_failed();
+    // A flush with nothing before it here: the queue pair was failed by the
+    // device, or by what the peer's side refused.
+    const std::string event = host_.device().fatal();
+    const std::string first = !event.empty() ? "the device reported " + event
+                                             : "none here: this side's queue pair went to the error state (an operation "
+                                               "the peer refused, or a device fault: see the peer's message and dmesg)";
     fail_pair(completion_error(names_, wc.qp_num, wc.status, host_.device().verbs().wc_status_str(wc.status),
-                               doing(wc.wr_id), detection_, failed_));
+                               doing(wc.wr_id), detection_, first));
   }
   last_heard_ = std::chrono::steady_clock::now();
   const uint64_t value = value_of(wc.wr_id);
   if (kind_of(wc.wr_id) == kRecvOp) {
     const int q = static_cast<int>(value >> 16), slot = static_cast<int>(value & 0xffff);
     const uint32_t imm = ntohl(wc.imm_data);
-    uint64_t payload = 0;
-    std::memcpy(&payload, control_->recv_buf[q][slot], sizeof(payload));
+    uint64_t payload[2] = {0, 0};
+    std::memcpy(payload, control_->recv_buf[q][slot], sizeof(payload));
     ibv_sge sge{reinterpret_cast<uintptr_t>(control_->recv_buf[q][slot]), 16, control_mr_->lkey};
     ibv_recv_wr wr{};
     wr.wr_id = wc.wr_id;
@@ -392,7 +443,11 @@ void Pair::take_completion(const ibv_wc& wc, std::vector<RequestId>& done) {
     if (ib::post_recv(qps_[static_cast<size_t>(q)], &wr, &bad) != 0)
       fail_pair(str_cat("rank ", self_, ": reposting a receive to rank ", peer_, " failed"), Code::kSystem);
     if ((imm & kImmKind) == kImmNotify)
-      notify_arrived_.push_back(payload);
+      notify_arrived_.push_back(payload[0]);
+    else if ((imm & kImmKind) == kImmCts)
+      ++cts_arrived_;  // in order: every one comes over the first queue pair
+    else if ((imm & kImmKind) == kImmMismatch)
+      take_mismatch(imm & kImmSeq, payload[0], payload[1]);
     else
       take_immediate(imm, wc, done);
     return;
@@ -441,6 +496,16 @@ void Pair::take_immediate(uint32_t imm, const ibv_wc&, std::vector<RequestId>& d
   complete_recv(imm & kImmSeq, done);
 }
 
+void Pair::take_mismatch(uint32_t seq, uint64_t tag, uint64_t bytes) {
+  for (auto& [key, r] : recvs_) {
+    if ((key & kImmSeq) != seq) continue;
+    check_match_or_fail(self_, peer_, str_cat("rank ", peer_, " (host ", names_.peer_host, ")"), tag, bytes, r->tag,
+                        r->buffer.bytes);
+  }
+  fail_pair(str_cat("rank ", self_, ": rank ", peer_, " answered message ", seq, ", which no receive announced"),
+            Code::kInternal);
+}
+
 void Pair::complete_recv(uint32_t seq, std::vector<RequestId>& done) {
   for (auto it = recvs_.begin(); it != recvs_.end(); ++it) {
     if ((it->first & kImmSeq) != seq || !it->second->announced) continue;
@@ -468,6 +533,7 @@ void Pair::keep_alive() {
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.wr.rdma.remote_addr = remote_.control_addr;
   wr.wr.rdma.rkey = remote_.control_rkey;
+  log::trace(log::kNet, "ib: rank ", self_, ": nothing heard from rank ", peer_, " for 1 s: a keep-alive write");
   post(0, wr);
   keepalive_out_ = true;
   last_heard_ = now;

@@ -3,7 +3,8 @@
 //
 // Two-sided messages go by RDMA WRITE, never into a receive posted too late:
 // the receiver writes a clear-to-send entry {address, size, rkey, tag,
-// sequence} into a ring in the sender's control area (as NCCL's FIFO); the
+// sequence} into a ring in the sender's control area (as NCCL's FIFO), with
+// an immediate, so that the sender reads it only once it has landed whole; the
 // sender writes the data straight into the receiver's buffer, split across
 // the queue pairs in 128-byte-aligned shares, each share ending with RDMA
 // WRITE WITH IMMEDIATE whose immediate names the message. Receives posted
@@ -89,7 +90,10 @@ class Pair {
   struct Recv;
   struct OneSided;
   void post(int qp, ibv_send_wr& wr);
+  void make_room(int qp, int wrs);
   void start_sends();
+  void tell_mismatch(Send& s);
+  void take_mismatch(uint32_t seq, uint64_t tag, uint64_t bytes);
   void issue_cts();
   void take_completion(const ibv_wc& wc, std::vector<RequestId>& done);
   void take_immediate(uint32_t imm, const ibv_wc& wc, std::vector<RequestId>& done);
@@ -115,12 +119,14 @@ class Pair {
   bool connected_ = false;
 
   uint32_t next_send_seq_ = 1, next_recv_seq_ = 1, next_cts_seq_ = 1;
+  uint32_t cts_arrived_ = 0;  // the peer's receives announced to us so far
   std::deque<std::unique_ptr<Send>> sends_;  // in order; the front ones are writing
   std::map<uint32_t, std::unique_ptr<Recv>> recvs_;
   std::map<uint64_t, std::unique_ptr<OneSided>> one_sided_;  // by work request id
   std::deque<std::pair<RequestId, uint64_t*>> notify_waiting_;
   std::deque<uint64_t> notify_arrived_;
   uint64_t next_wr_ = 1;
+  std::vector<RequestId> early_;  // completed while making room
 
   std::chrono::steady_clock::time_point last_heard_;
   bool keepalive_out_ = false;
