@@ -392,7 +392,10 @@ void Pair::post_notification(RequestId id, uint64_t* value) {
 }
 
 bool Pair::progress(std::vector<RequestId>& done) {
-  check_failed();
+  if (!failed_.empty()) {
+    if (!idle()) check_failed();
+    return false;
+  }
   const size_t before = done.size();
   done.insert(done.end(), early_.begin(), early_.end());
   early_.clear();
@@ -403,6 +406,7 @@ bool Pair::progress(std::vector<RequestId>& done) {
     for (int i = 0; i < n; ++i) take_completion(wcs[i], done);
     moved = true;
   }
+  if (!failed_.empty() && !idle()) check_failed();  // the peer's notice
   while (!notify_waiting_.empty() && !notify_arrived_.empty()) {
     *notify_waiting_.front().second = notify_arrived_.front();
     done.push_back(notify_waiting_.front().first);
@@ -487,11 +491,14 @@ void Pair::take_immediate(uint32_t imm, const ibv_wc&, std::vector<RequestId>& d
   if ((imm & kImmKind) == kImmNotice) {
     const Control::Notice& n = control_->notice_in;
     const std::string text(n.text, std::min<size_t>(n.bytes, kMaxNoticeBytes));
+    // Like a closed connection: it fails what is pending with the peer
+    // and what is posted later, not what completed before it.
     try {
       fail_with_notice(self_, str_cat("rank ", peer_, " (host ", names_.peer_host, ")"), n.code, text);
     } catch (const Error& e) {
-      fail_pair(e.what(), e.code());
+      if (failed_.empty()) failed_ = e.what(), failed_code_ = e.code();
     }
+    return;
   }
   complete_recv(imm & kImmSeq, done);
 }
