@@ -88,6 +88,7 @@ struct Pair::Recv {
 
 struct Pair::OneSided {
   RequestId id;
+  uint64_t key = 0;  // its work requests' id
   Region region;
   int wrs_left = 0;
 };
@@ -97,8 +98,9 @@ Pair::Pair(PairHost& host, int self, int peer, std::string peer_host, int nqps, 
   Device& d = host_.device();
   const Verbs& v = d.verbs();
   names_ = PairNames{self, peer, std::move(peer_host), str_cat(d.port().device, ":", int{d.port().port}), "?"};
-  detection_ = str_cat("COLL_IB_TIMEOUT=", int{settings.timeout}, ", COLL_IB_RETRY_CNT=", int{settings.retry_cnt},
-                       ": about ", static_cast<double>(static_cast<int>(detection_seconds(settings) * 10 + 0.5)) / 10, " s");
+  detection_ =
+      str_cat("COLL_IB_TIMEOUT=", int{settings.timeout}, ", COLL_IB_RETRY_CNT=", int{settings.retry_cnt}, ": about ",
+              static_cast<double>(static_cast<int>(detection_seconds(settings) * 10 + 0.5)) / 10, " s");
   void* mem = nullptr;
   const size_t bytes = (sizeof(Control) + 4095) / 4096 * 4096;
   if (posix_memalign(&mem, 4096, bytes) != 0) fail(Code::kSystem, "ib: cannot allocate the control area");
@@ -321,61 +323,47 @@ void Pair::tell_mismatch(Send& s) {
 }
 
 void Pair::post_put(RequestId id, const Buffer& local, uint64_t remote_addr, uint32_t rkey, const uint64_t* notify) {
-  check_failed();
-  make_room(0, static_cast<int>(local.bytes / kMaxWrBytes) + 2);
-  auto o = std::make_unique<OneSided>();
-  o->id = id;
-  if (local.bytes > 0) o->region = host_.region_for(local, false);
-  const uint64_t key = next_wr_++;
-  for (size_t at = 0;;) {
-    const size_t len = std::min(kMaxWrBytes, local.bytes - at);
-    ibv_sge sge{reinterpret_cast<uintptr_t>(local.data) + at, static_cast<uint32_t>(len), o->region.lkey()};
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id(kOneSidedOp, key);
-    wr.sg_list = len > 0 ? &sge : nullptr;
-    wr.num_sge = len > 0 ? 1 : 0;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED | (len <= kInline ? IBV_SEND_INLINE : 0);
-    wr.wr.rdma.remote_addr = remote_addr + at;
-    wr.wr.rdma.rkey = rkey;
-    post(0, wr);
-    ++o->wrs_left;
-    at += len;
-    if (at >= local.bytes) break;
-  }
-  if (notify != nullptr) {  // behind the write on the same queue pair: it lands after the bytes
-    const size_t slot = key % kCtsSlots;
-    control_->notify_out[slot] = *notify;
-    ibv_sge sge{reinterpret_cast<uintptr_t>(&control_->notify_out[slot]), 8, control_mr_->lkey};
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id(kOneSidedOp, key);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND_WITH_IMM;
-    wr.imm_data = htonl(kImmNotify);
-    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-    post(0, wr);
-    ++o->wrs_left;
-  }
-  one_sided_[key] = std::move(o);
+  OneSided& o = post_one_sided(id, local, remote_addr, rkey, IBV_WR_RDMA_WRITE, notify != nullptr);
+  if (notify == nullptr) return;
+  // Behind the write on the same queue pair: it lands after the bytes.
+  const size_t slot = o.key % kCtsSlots;
+  control_->notify_out[slot] = *notify;
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&control_->notify_out[slot]), 8, control_mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id(kOneSidedOp, o.key);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.imm_data = htonl(kImmNotify);
+  wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+  post(0, wr);
+  ++o.wrs_left;
 }
 
 void Pair::post_get(RequestId id, const Buffer& local, uint64_t remote_addr, uint32_t rkey) {
+  post_one_sided(id, local, remote_addr, rkey, IBV_WR_RDMA_READ, false);
+}
+
+// A put's or get's bytes, in pieces of at most 1 GiB on the first queue
+// pair (so that a notification behind them lands after them).
+Pair::OneSided& Pair::post_one_sided(RequestId id, const Buffer& local, uint64_t remote_addr, uint32_t rkey,
+                                     ibv_wr_opcode opcode, bool notify) {
   check_failed();
-  make_room(0, static_cast<int>(local.bytes / kMaxWrBytes) + 1);
+  make_room(0, static_cast<int>(local.bytes / kMaxWrBytes) + 1 + (notify ? 1 : 0));
   auto o = std::make_unique<OneSided>();
   o->id = id;
-  if (local.bytes > 0) o->region = host_.region_for(local, true);
-  const uint64_t key = next_wr_++;
+  o->key = next_wr_++;
+  if (local.bytes > 0) o->region = host_.region_for(local, opcode == IBV_WR_RDMA_READ);
   for (size_t at = 0;;) {
     const size_t len = std::min(kMaxWrBytes, local.bytes - at);
     ibv_sge sge{reinterpret_cast<uintptr_t>(local.data) + at, static_cast<uint32_t>(len), o->region.lkey()};
     ibv_send_wr wr{};
-    wr.wr_id = wr_id(kOneSidedOp, key);
+    wr.wr_id = wr_id(kOneSidedOp, o->key);
     wr.sg_list = len > 0 ? &sge : nullptr;
     wr.num_sge = len > 0 ? 1 : 0;
-    wr.opcode = IBV_WR_RDMA_READ;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.opcode = opcode;
+    const bool inline_it = opcode == IBV_WR_RDMA_WRITE && len <= kInline;
+    wr.send_flags = IBV_SEND_SIGNALED | (inline_it ? IBV_SEND_INLINE : 0);
     wr.wr.rdma.remote_addr = remote_addr + at;
     wr.wr.rdma.rkey = rkey;
     post(0, wr);
@@ -383,7 +371,9 @@ void Pair::post_get(RequestId id, const Buffer& local, uint64_t remote_addr, uin
     at += len;
     if (at >= local.bytes) break;
   }
-  one_sided_[key] = std::move(o);
+  OneSided& out = *o;
+  one_sided_[out.key] = std::move(o);
+  return out;
 }
 
 void Pair::post_notification(RequestId id, uint64_t* value) {
@@ -425,9 +415,10 @@ void Pair::take_completion(const ibv_wc& wc, std::vector<RequestId>& done) {
     // A flush with nothing before it here: the queue pair was failed by the
     // device, or by what the peer's side refused.
     const std::string event = host_.device().fatal();
-    const std::string first = !event.empty() ? "the device reported " + event
-                                             : "none here: this side's queue pair went to the error state (an operation "
-                                               "the peer refused, or a device fault: see the peer's message and dmesg)";
+    const std::string first = !event.empty()
+                                  ? "the device reported " + event
+                                  : "none here: this side's queue pair went to the error state (an operation "
+                                    "the peer refused, or a device fault: see the peer's message and dmesg)";
     fail_pair(completion_error(names_, wc.qp_num, wc.status, host_.device().verbs().wc_status_str(wc.status),
                                doing(wc.wr_id), detection_, first));
   }

@@ -91,6 +91,8 @@ class Pair {
   struct OneSided;
   void post(int qp, ibv_send_wr& wr);
   void make_room(int qp, int wrs);
+  OneSided& post_one_sided(RequestId id, const Buffer& local, uint64_t remote_addr, uint32_t rkey, ibv_wr_opcode opcode,
+                           bool notify);
   void start_sends();
   void tell_mismatch(Send& s);
   void take_mismatch(uint32_t seq, uint64_t tag, uint64_t bytes);
@@ -119,7 +121,7 @@ class Pair {
   bool connected_ = false;
 
   uint32_t next_send_seq_ = 1, next_recv_seq_ = 1, next_cts_seq_ = 1;
-  uint32_t cts_arrived_ = 0;  // the peer's receives announced to us so far
+  uint32_t cts_arrived_ = 0;                 // the peer's receives announced to us so far
   std::deque<std::unique_ptr<Send>> sends_;  // in order; the front ones are writing
   std::map<uint32_t, std::unique_ptr<Recv>> recvs_;
   std::map<uint64_t, std::unique_ptr<OneSided>> one_sided_;  // by work request id
