@@ -56,6 +56,19 @@ if(NOT COLL_WITH_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
 endif()
 coll_resolve(COLL_WITH_CUDA CUDAToolkit_FOUND "CUDA toolkit, /usr/local/cuda")
+# The kernels for sm_80 (A100) and sm_90 (H100, H200) as machine code, and as
+# PTX for sm_90, which the driver compiles for newer devices.
+if(COLL_WITH_CUDA_ENABLED)
+  if(NOT CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
+  endif()
+  if(NOT CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
+  endif()
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  enable_language(CUDA)
+endif()
 
 # NCCL ships inside the CUDA toolkit here (/usr/local/cuda/{include,lib64}) and
 # has no CMake package: look for the header and library next to the toolkit's.

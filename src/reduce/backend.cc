@@ -1,9 +1,12 @@
 // Which backend serves which memory kind: the CPU kernels for host memory,
-// and none yet for CUDA memory (a GPU build adds reduce/cuda/).
+// and in CUDA builds reduce/cuda/ for device memory.
 #include "reduce/backend.h"
 
 #include "base/error.h"
 #include "reduce/reduce.h"
+#ifdef COLL_WITH_CUDA
+#include "reduce/cuda/backend.h"
+#endif
 
 #include <cstring>
 
@@ -25,6 +28,9 @@ const Backend kCpu{.name = "cpu", .copy = cpu_copy, .reduce = cpu_reduce, .divid
 
 const Backend& backend_for(MemoryKind kind) {
   if (kind == MemoryKind::kHost) return kCpu;
+#ifdef COLL_WITH_CUDA
+  if (kind == MemoryKind::kCuda) return cuda::backend();
+#endif
   fail(Code::kInvalidArgument, memory_kind_name(kind), " memory: this build has no ", memory_kind_name(kind),
        " backend for copies and reductions");
 }

@@ -1,0 +1,79 @@
+// The `cuda` memory kind's copies and reductions (reduce/backend.h): copies
+// by the copy engine (cudaMemcpyAsync), reductions by the kernels of
+// kernels.cu, all ordered on the caller's stream and run on the device that
+// holds the destination.
+#include "reduce/cuda/backend.h"
+
+#include "base/error.h"
+#include "reduce/cuda/kernels.h"
+#include "reduce/dtype.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace coll::reduce::cuda {
+namespace {
+
+[[noreturn]] void fail_cuda(cudaError_t e, const char* what) {
+  fail(Code::kSystem, "CUDA: ", what, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e),
+       "): check the device with nvidia-smi, and that the buffers are device memory of a live context");
+}
+
+void check(int e, const char* what) {
+  if (e != cudaSuccess) fail_cuda(static_cast<cudaError_t>(e), what);
+}
+
+// Kernels run on the current device of the calling thread, which for the
+// progress thread is not the caller's: make it the device of `dst`.
+void use_device_of(const void* dst) {
+  cudaPointerAttributes attrs{};
+  check(cudaPointerGetAttributes(&attrs, dst), "finding the device of a buffer (cudaPointerGetAttributes)");
+  if (attrs.type != cudaMemoryTypeDevice && attrs.type != cudaMemoryTypeManaged) return;
+  int current = -1;
+  check(cudaGetDevice(&current), "cudaGetDevice");
+  if (current != attrs.device) check(cudaSetDevice(attrs.device), "cudaSetDevice");
+}
+
+bool overlap(const void* dst, const void* src, size_t bytes) {
+  auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  return d < s + bytes && s < d + bytes;
+}
+
+// cudaMemcpyAsync does not allow overlap, the backend's copy does (as
+// memmove): an overlapping copy goes through a temporary.
+void copy(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0 || dst == src) return;
+  use_device_of(dst);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (!overlap(dst, src, bytes)) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+    return;
+  }
+  void* tmp = nullptr;
+  check(cudaMallocAsync(&tmp, bytes, s), "cudaMallocAsync (a temporary for an overlapping copy)");
+  check(cudaMemcpyAsync(tmp, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+  check(cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+  check(cudaFreeAsync(tmp, s), "cudaFreeAsync");
+}
+
+void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count,
+            void* stream) {
+  if (count == 0) return;
+  use_device_of(dst);
+  check(launch_reduce(dtype, op, dst, a, b, count, stream), "launching the reduction kernel");
+}
+
+void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* stream) {
+  if (count == 0) return;
+  use_device_of(dst);
+  check(launch_divide(dtype, dst, count, divisor, stream), "launching the division kernel");
+}
+
+const Backend kCuda{.name = "cuda", .copy = copy, .reduce = reduce, .divide = divide};
+
+}  // namespace
+
+const Backend& backend() { return kCuda; }
+
+}  // namespace coll::reduce::cuda
