@@ -37,6 +37,11 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq "$nodes" ] || { echo "guest.sh: $nodes node(s) need $nodes command(s), got $#" >&2; exit 2; }
 [ ${#rw[@]} -gt 0 ] || rw=("$(git rev-parse --show-toplevel 2>/dev/null || pwd)")
+# The tree this script is in, too (the guest's tmpfs /tmp would hide a
+# clone under the host's /tmp), mounted before any folder inside it.
+tree=$(cd "$here/../.." && pwd)
+[[ " ${rw[*]} " == *" $tree "* ]] || rw=("$tree" "${rw[@]}")
+mapfile -t rw < <(printf '%s\n' "${rw[@]}" | awk '{ print length($0) "\t" $0 }' | sort -n | cut -f2-)
 
 cache=$("$here/prepare.sh")
 # Under the cache: the guests see the host's files, but their /tmp is their own.

@@ -17,17 +17,19 @@ arg() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 node=$(arg coll.node); addr=$(arg coll.addr); script=$(arg coll.script); rw=$(arg coll.rw | tr , ' ')
 mkdir -p /root
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot /root
-i=0
-for d in $rw; do
-  mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 rw$i /root$d || echo "coll-rxe: cannot mount $d"
-  i=$((i + 1))
-done
 mount -t proc proc /root/proc
 mount -t sysfs sys /root/sys
 mount -t devtmpfs dev /root/dev
 mkdir -p /root/dev/pts /root/dev/shm
 mount -t devpts devpts /root/dev/pts
 for t in /tmp /run /dev/shm; do mount -t tmpfs -o mode=1777 tmpfs /root$t; done
+# After the tmpfs: a work tree under the host's /tmp stays visible.
+i=0
+for d in $rw; do
+  mkdir -p /root$d 2>/dev/null
+  mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 rw$i /root$d || echo "coll-rxe: cannot mount $d"
+  i=$((i + 1))
+done
 hostname "node$node"
 ip link set lo up
 ip link set eth0 up
