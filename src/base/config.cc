@@ -31,6 +31,13 @@ const std::vector<Setting>& settings() {
       {"COLL_CHUNK_BYTES", "int", "", "bytes",
        "pipelining chunk: transfers and reductions overlap at this granularity; unset: the link class's "
        "(128K shm, 512K tcp; COLL_TUNING_FILE chunk_bytes)"},
+      {"COLL_STAGING_CHUNK_BYTES", "int", "4M", "bytes",
+       "device buffers over a transport that cannot read them (shm, tcp): each chunk of this size (at most; "
+       "one block per rank where the buffer has one) is copied to pinned host memory, moved, and copied back, "
+       "the copies of one chunk overlapping the transfer of the next (set it alike on every rank)"},
+      {"COLL_STAGE_HOST_BUFFERS", "bool", "0", "",
+       "1 runs host buffers through the device buffers' staging pipeline too (with memcpy for the copies): "
+       "tests of that pipeline on machines without a GPU"},
       {"COLL_TRANSPORTS", "string", "", "",
        "transports in order of preference; each peer gets the first that reaches it (shm: same node); unset: every "
        "one built in, shm,ib,tcp, where ib is left out when it cannot run here (no verbs device)"},

@@ -3,6 +3,7 @@
 // hands one OpRequest to the communicator, to the current group, or to the
 // communicator's worker.
 #include "core/c_api_internal.h"
+#include "reduce/backend.h"
 #include "reduce/reduce.h"
 
 #include <coll/coll.h>
@@ -16,6 +17,7 @@
 using coll::Code;
 using coll::Communicator;
 using coll::fail;
+using coll::MemoryKind;
 using coll::OpRequest;
 using coll::algo::Collective;
 using coll::capi::guarded;
@@ -43,9 +45,26 @@ struct Checker {
       fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": op ", static_cast<int>(op),
            " is not a coll_redop_t");
   }
-  void stream(coll_stream_t s) const {
-    if (s != nullptr)
-      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": stream is not null, but this build has no CUDA");
+  // Where req's buffers live (both of one kind), and its stream: a stream
+  // needs device buffers, and device buffers need a build with CUDA.
+  void memory(OpRequest& req, coll_stream_t s) const {
+    const bool has_send = req.send != nullptr && req.count > 0, has_recv = req.recv != nullptr && req.count > 0;
+    const MemoryKind ks = has_send ? coll::reduce::memory_kind_of(req.send) : MemoryKind::kHost;
+    const MemoryKind kr = has_recv ? coll::reduce::memory_kind_of(req.recv) : MemoryKind::kHost;
+    const bool root_only_recv = req.collective == Collective::kReduce && c.rank() != req.root;
+    if (has_send && has_recv && ks != kr && !root_only_recv)
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": sendbuf is ", coll::memory_kind_name(ks),
+           " memory and recvbuf is ", coll::memory_kind_name(kr), " memory: both must be of one kind");
+    req.kind = has_send ? ks : kr;
+    req.stream = s;
+    if (s == nullptr || req.kind == MemoryKind::kCuda) return;
+#ifdef COLL_WITH_CUDA
+    if (has_send || has_recv)
+      fail(Code::kInvalidArgument, what, " on rank ", c.rank(),
+           ": stream is not null, but the buffers are host memory (pass a null stream with host buffers)");
+#else
+    fail(Code::kInvalidArgument, what, " on rank ", c.rank(), ": stream is not null, but this build has no CUDA");
+#endif
   }
   void rank_arg(int r, const char* name) const {
     if (r < 0 || r >= c.nranks())
@@ -95,7 +114,22 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
         fail(Code::kInvalidUsage, what, " on rank ", c.rank(),
              ": non-blocking calls are not allowed inside a group (the group is one operation: issue the calls "
              "blocking inside it, or non-blocking outside any group)");
+      if (op.kind != MemoryKind::kHost)
+        fail(Code::kInvalidUsage, what, " on rank ", c.rank(),
+             ": device buffers inside a group are not supported yet (issue the call outside the group)");
       t_group.ops.push_back({comm, op});
+      return;
+    }
+    if (c.stages(op)) {
+      // Device buffers: returns once enqueued on the stream (as NCCL's
+      // calls); a later failure comes back by coll_comm_get_async_error.
+      // Host buffers staged for a test: blocking as ever.
+      auto done = c.run_staged(op);
+      if (async) {
+        *request = new coll_request{comm, done};
+      } else if (op.kind == MemoryKind::kHost && done->wait() != COLL_SUCCESS) {
+        throw coll::Error(static_cast<Code>(done->wait()), done->message());
+      }
       return;
     }
     if (async) {
@@ -110,78 +144,78 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
 
 OpRequest allreduce_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t, coll_redop_t op,
                        coll_stream_t stream) {
-  k.datatype(t), k.redop(op), k.stream(stream);
+  k.datatype(t), k.redop(op);
   size_t b = k.bytes(count, t);
   k.buffer(send, b, "sendbuf"), k.buffer(recv, b, "recvbuf");
   OpRequest req{Collective::kAllreduce, send, recv, count, t, op};
   req.send_offset = k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
-  req.stream = stream;
+  k.memory(req, stream);
   return req;
 }
 
 OpRequest broadcast_op(const Checker& k, void* buf, size_t count, coll_datatype_t t, int root, coll_stream_t stream) {
-  k.datatype(t), k.stream(stream), k.rank_arg(root, "root");
+  k.datatype(t), k.rank_arg(root, "root");
   k.buffer(buf, k.bytes(count, t), "buf");
   OpRequest req{Collective::kBroadcast, buf, buf, count, t, COLL_SUM, root};
   req.send_offset = 0;  // one buffer
-  req.stream = stream;
+  k.memory(req, stream);
   return req;
 }
 
 OpRequest reduce_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t, coll_redop_t op,
                     int root, coll_stream_t stream) {
-  k.datatype(t), k.redop(op), k.stream(stream), k.rank_arg(root, "root");
+  k.datatype(t), k.redop(op), k.rank_arg(root, "root");
   size_t b = k.bytes(count, t);
   k.buffer(send, b, "sendbuf");
   if (k.c.rank() == root) k.buffer(recv, b, "recvbuf");
   OpRequest req{Collective::kReduce, send, recv, count, t, op, root};
   req.send_offset = k.overlap(send, b, recv, b, 0, "in place needs sendbuf == recvbuf");
-  req.stream = stream;
+  k.memory(req, stream);
   return req;
 }
 
 OpRequest allgather_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
                        coll_stream_t stream) {
-  k.datatype(t), k.stream(stream);
+  k.datatype(t);
   size_t b = k.bytes(count, t), all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
   k.buffer(send, b, "sendbuf"), k.buffer(recv, all, "recvbuf");
   OpRequest req{Collective::kAllgather, send, recv, count, t};
   req.send_offset = k.overlap(send, b, recv, all, static_cast<int64_t>(b) * k.c.rank(),
                               "in place needs sendbuf == recvbuf + rank * sendcount");
-  req.stream = stream;
+  k.memory(req, stream);
   return req;
 }
 
 OpRequest reduce_scatter_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
                             coll_redop_t op, coll_stream_t stream) {
-  k.datatype(t), k.redop(op), k.stream(stream);
+  k.datatype(t), k.redop(op);
   size_t b = k.bytes(count, t), all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
   k.buffer(send, all, "sendbuf"), k.buffer(recv, b, "recvbuf");
   OpRequest req{Collective::kReduceScatter, send, recv, count, t, op};
   req.send_offset = k.overlap(send, all, recv, b, -static_cast<int64_t>(b) * k.c.rank(),
                               "in place needs recvbuf == sendbuf + rank * recvcount");
-  req.stream = stream;
+  k.memory(req, stream);
   return req;
 }
 
 OpRequest alltoall_op(const Checker& k, const void* send, void* recv, size_t count, coll_datatype_t t,
                       coll_stream_t stream) {
-  k.datatype(t), k.stream(stream);
+  k.datatype(t);
   size_t all = k.bytes(count, t, static_cast<size_t>(k.c.nranks()));
   k.buffer(send, all, "sendbuf"), k.buffer(recv, all, "recvbuf");
   OpRequest req{Collective::kAlltoall, send, recv, count, t};
   req.send_offset = k.overlap(send, all, recv, all, 0, "in place needs sendbuf == recvbuf");
-  req.stream = stream;
+  k.memory(req, stream);
   return req;
 }
 
 OpRequest p2p_op(const Checker& k, Collective which, void* buf, size_t count, coll_datatype_t t, int peer,
                  coll_stream_t stream) {
-  k.datatype(t), k.stream(stream), k.rank_arg(peer, "peer");
+  k.datatype(t), k.rank_arg(peer, "peer");
   k.buffer(buf, k.bytes(count, t), "buf");
   OpRequest req = which == Collective::kSend ? OpRequest{which, buf, nullptr, count, t, COLL_SUM, peer}
                                              : OpRequest{which, nullptr, buf, count, t, COLL_SUM, peer};
-  req.stream = stream;
+  k.memory(req, stream);
   return req;
 }
 

@@ -11,6 +11,7 @@
 #include "core/link_models.h"
 #include "core/op_signature.h"
 #include "core/pair_exchange.h"
+#include "core/staging/stager.h"
 #include "reduce/reduce.h"
 #include "topology/bind.h"
 #include "topology/load.h"
@@ -40,6 +41,11 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
       fail(Code::kInvalidArgument, "COLL_CHUNK_BYTES=", chunk, " must be between 64 and 1G");
     chunk_bytes_ = static_cast<size_t>(chunk);
   }
+  const int64_t staging = config::get_int("COLL_STAGING_CHUNK_BYTES");
+  if (staging < 64 || staging > (int64_t{1} << 30))
+    fail(Code::kInvalidArgument, "COLL_STAGING_CHUNK_BYTES=", staging, " must be between 64 and 1G");
+  staging_bytes_ = static_cast<size_t>(staging);
+  stage_host_buffers_ = config::get_bool("COLL_STAGE_HOST_BUFFERS");
   // A bad COLL_TOPO_FILE, COLL_TRANSPORTS or COLL_TUNING_FILE is this
   // rank's own mistake: report it before joining, or peers see our early
   // exit as a remote error.

@@ -38,6 +38,9 @@
 namespace coll {
 
 class ExchangeQueue;
+namespace staging {
+class Stager;
+}
 class StorePairExchange;
 struct Exchange;
 
@@ -82,6 +85,12 @@ class Communicator final : private FastPathHost {
   // the caller waits on it.
   void run(std::span<const OpRequest> ops, bool grouped = false);
   std::shared_ptr<Completion> run_async(std::span<const OpRequest> ops, bool grouped = false, bool blocking = false);
+
+  // staged.cc: whether `op` goes through host staging (device buffers, or
+  // COLL_STAGE_HOST_BUFFERS=1), and running it so: on the worker, after the
+  // work issued on op.stream before the call, which waits for it.
+  bool stages(const OpRequest& op) const;
+  std::shared_ptr<Completion> run_staged(const OpRequest& op);
 
   // Collective: the ranks that pass the same color form a new communicator,
   // ordered by key then by rank here; color < 0 gives null.
@@ -232,6 +241,11 @@ class Communicator final : private FastPathHost {
   coll_result_t failure_code_ = COLL_SUCCESS;
   std::unique_ptr<FlightRecorder> recorder_;
   std::unique_ptr<Worker> worker_;  // started by the first non-blocking operation
+  // Device buffers' host staging (staged.cc): slots of COLL_STAGING_CHUNK_BYTES,
+  // made at the first staged operation; destroyed after worker_ (which uses it).
+  std::unique_ptr<staging::Stager> stager_;
+  size_t staging_bytes_ = 0;
+  bool stage_host_buffers_ = false;
   // Registered buffers: each handle counts how often it was registered;
   // the router's registration (null where no transport registers memory).
   struct Registered {

@@ -35,4 +35,8 @@ const Backend& backend_for(MemoryKind kind) {
        " backend for copies and reductions");
 }
 
+#ifndef COLL_WITH_CUDA
+MemoryKind memory_kind_of(const void*) { return MemoryKind::kHost; }
+#endif
+
 }  // namespace coll::reduce

@@ -27,4 +27,9 @@ struct Backend {
 // a kind this build has no backend for.
 const Backend& backend_for(MemoryKind kind);
 
+// Where `p` lives: kCuda for device memory, kHost otherwise (pinned host
+// memory included) and in builds without CUDA. Asks the CUDA driver only if
+// the process has loaded it.
+MemoryKind memory_kind_of(const void* p);
+
 }  // namespace coll::reduce

@@ -5,6 +5,7 @@
 #include "reduce/cuda/backend.h"
 
 #include "base/error.h"
+#include "reduce/cuda/check.h"
 #include "reduce/cuda/kernels.h"
 #include "reduce/dtype.h"
 
@@ -14,15 +15,6 @@
 
 namespace coll::reduce::cuda {
 namespace {
-
-[[noreturn]] void fail_cuda(cudaError_t e, const char* what) {
-  fail(Code::kSystem, "CUDA: ", what, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e),
-       "): check the device with nvidia-smi, and that the buffers are device memory of a live context");
-}
-
-void check(int e, const char* what) {
-  if (e != cudaSuccess) fail_cuda(static_cast<cudaError_t>(e), what);
-}
 
 // Kernels run on the current device of the calling thread, which for the
 // progress thread is not the caller's: make it the device of `dst`.
@@ -75,5 +67,12 @@ const Backend kCuda{.name = "cuda", .copy = copy, .reduce = reduce, .divide = di
 }  // namespace
 
 const Backend& backend() { return kCuda; }
+
+void check(int err, const char* what) {
+  if (err == cudaSuccess) return;
+  auto e = static_cast<cudaError_t>(err);
+  fail(Code::kSystem, "CUDA: ", what, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e),
+       "): check the device with nvidia-smi, and that the buffers are device memory of a live context");
+}
 
 }  // namespace coll::reduce::cuda
