@@ -37,13 +37,14 @@ struct Options {
   std::string collective = "allreduce";
   int root = 0;
   int registered = 0;  // -R 1: buffers from the library's shareable memory (coll_mem_alloc)
+  int device = 0;      // -G 1: device buffers (cudaMalloc), where the program was built with CUDA
 };
 
 inline void usage(FILE* out) {
   std::fprintf(out,
                "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]\n"
                "                 [-c 0|1] [-d dtype] [-o op] [-a algorithm] [-C collective] [-r root] [-R 0|1]\n"
-               "                 [-h]\n"
+               "                 [-G 0|1] [-h]\n"
                "  -b, -e   sizes in bytes, with K, M or G suffix (32M)\n"
                "  -f       multiply the size by this much per step (2)\n"
                "  -n, -w   timed and warm-up iterations per size (20, 5)\n"
@@ -53,7 +54,8 @@ inline void usage(FILE* out) {
                "  -a       algorithm for the collective (sets COLL_ALGO=collective:algorithm)\n"
                "  -C       allreduce broadcast reduce allgather reduce_scatter alltoall sendrecv (allreduce)\n"
                "  -r       root of broadcast and reduce (0)\n"
-               "  -R       1: buffers from coll_mem_alloc, which peers on the node read in place (0)\n",
+               "  -R       1: buffers from coll_mem_alloc, which peers on the node read in place (0)\n"
+               "  -G       1: device buffers (cudaMalloc on the rank's GPU) and the default stream (0)\n",
                program_name());
 }
 
@@ -140,6 +142,8 @@ inline Options parse(int argc, char** argv) {
       o.root = std::atoi(v);
     else if (a == "-R")
       o.registered = std::atoi(v);
+    else if (a == "-G")
+      o.device = std::atoi(v);
     else
       die("unknown option " + a);
   }
@@ -148,6 +152,8 @@ inline Options parse(int argc, char** argv) {
   if (o.iters < 1 || o.warmup < 0) die("-n must be positive and -w not negative");
   if (perf::find(o.collective) == nullptr) die("unknown collective '" + o.collective + "'");
   if (o.registered != 0 && o.registered != 1) die("-R must be 0 or 1");
+  if (o.device != 0 && o.device != 1) die("-G must be 0 or 1");
+  if (o.device == 1 && o.registered == 1) die("-G 1 and -R 1 exclude each other");
   return o;
 }
 
@@ -221,7 +227,7 @@ template <typename Library>
 class Buffers {
  public:
   Buffers(const Options& o, Library& lib, size_t bytes) : lib_(lib) {
-    if (o.registered == 0) {
+    if (o.registered == 0 && o.device == 0) {
       send_vec_.resize(bytes), recv_vec_.resize(bytes);
       send = send_vec_.data(), recv = recv_vec_.data();
       return;
@@ -230,7 +236,8 @@ class Buffers {
       send = static_cast<char*>(lib.allocate(bytes)), recv = static_cast<char*>(lib.allocate(bytes));
       owned_ = true;
     } else {
-      die("-R 1: " + std::string(program_name()) + " has no shareable memory");
+      die(std::string(o.device ? "-G 1: " : "-R 1: ") + program_name() + " has no " +
+          (o.device ? "device" : "shareable") + " memory");
     }
   }
   Buffers(const Buffers&) = delete;
