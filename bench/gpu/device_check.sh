@@ -8,7 +8,8 @@
 # There (the device tool carries gpu-pack/, which .git/info/exclude ignores):
 #   bash bench/gpu/device_check.sh [gpu-pack]
 #
-# It runs the gpu tests (reduction kernels against the CPU), the kernels'
+# It runs the gpu tests (reduction kernels against the CPU; every collective
+# on device buffers at 1 to 4 ranks, and stream ordering), the kernels'
 # bandwidth against a device-to-device copy (reduce_bw), coll_perf on
 # device buffers (-G 1) with 1, 2 and 4 ranks on the one GPU for every
 # collective (checked: #wrong must be 0) and allreduce from 8 B to 1 GiB,
@@ -20,7 +21,7 @@ if [ "${1:-}" = --pack ]; then
   build=${2:-build}
   pack=gpu-pack
   rm -rf "$pack" && mkdir -p "$pack/lib"
-  bins=(tools/collrun bench/coll_perf bench/reduce_bw tests/cuda_reduce_test)
+  bins=(tools/collrun bench/coll_perf bench/reduce_bw tests/cuda_reduce_test tests/device_collectives_test)
   [ -x "$build/bench/nccl_perf" ] && bins+=(bench/nccl_perf)
   for b in "${bins[@]}"; do
     [ -x "$build/$b" ] || { echo "device_check: $build/$b is missing: build first (make build)" >&2; exit 1; }
@@ -63,7 +64,8 @@ echo "| step | status | time |" > "$out/steps.md"
 echo "|---|---|---|" >> "$out/steps.md"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.txt" 2>&1
 
-step gpu_tests 180 "$pack/cuda_reduce_test" --gtest_brief=1
+step gpu_tests 120 "$pack/cuda_reduce_test" --gtest_brief=1
+step gpu_collectives 240 "$pack/device_collectives_test" --gtest_brief=1
 step reduce_bw 60 "$pack/reduce_bw" $((256 << 20)) 50
 for n in 1 2 4; do
   for c in allreduce broadcast reduce allgather reduce_scatter alltoall; do

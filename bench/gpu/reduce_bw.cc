@@ -1,6 +1,7 @@
 // reduce_bw — the cuda backend's reduction kernels against a device-to-device
 // copy on one GPU, in bytes read plus written per second: a sum of two
-// inputs moves 3 x its size, a copy 2 x. Needs a GPU.
+// inputs moves 3 x its size, a copy 2 x. Also what telling a device pointer
+// from a host one costs per call (every collective asks). Needs a GPU.
 //
 //   reduce_bw [bytes per input, default 256M] [iterations, default 50]
 #include "reduce/backend.h"
@@ -8,9 +9,12 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -65,6 +69,19 @@ int main(int argc, char** argv) {
     const double gbs = 3.0 * bytes / s / 1e9;
     std::printf("%-10s %-5s %12.1f %10.1f %8.3f\n", coll::reduce::datatype_name(t), "sum", s * 1e6, gbs,
                 gbs / copy_gbs);
+  }
+  // memory_kind_of per call, on a device and on a host pointer.
+  std::vector<char> host(4096);
+  for (const auto& [what, p] : {std::pair<const char*, const void*>{"device", a}, {"host", host.data()}}) {
+    const int calls = 200000;
+    int device_seen = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) device_seen += coll::reduce::memory_kind_of(p) == coll::MemoryKind::kCuda;
+    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / calls;
+    std::printf("# memory_kind_of(%s pointer): %.1f ns per call (%s)\n", what, ns,
+                device_seen == calls ? "device"
+                : device_seen == 0   ? "host"
+                                     : "mixed!");
   }
   cudaFree(a), cudaFree(b), cudaFree(out);
   return 0;
