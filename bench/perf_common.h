@@ -154,6 +154,8 @@ inline Options parse(int argc, char** argv) {
   if (o.registered != 0 && o.registered != 1) die("-R must be 0 or 1");
   if (o.device != 0 && o.device != 1) die("-G must be 0 or 1");
   if (o.device == 1 && o.registered == 1) die("-G 1 and -R 1 exclude each other");
+  if (o.device == 1 && o.collective == "sendrecv")
+    die("-G 1 -C sendrecv: device buffers in sends and receives are not supported yet");
   return o;
 }
 

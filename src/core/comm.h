@@ -241,9 +241,10 @@ class Communicator final : private FastPathHost {
   coll_result_t failure_code_ = COLL_SUCCESS;
   std::unique_ptr<FlightRecorder> recorder_;
   std::unique_ptr<Worker> worker_;  // started by the first non-blocking operation
-  // Device buffers' host staging (staged.cc): slots of COLL_STAGING_CHUNK_BYTES,
-  // made at the first staged operation; destroyed after worker_ (which uses it).
-  std::unique_ptr<staging::Stager> stager_;
+  // Host staging (staged.cc), one stager per memory kind: slots of
+  // COLL_STAGING_CHUNK_BYTES, made at the first staged operation of the
+  // kind; destroyed after worker_ (which uses them).
+  std::unique_ptr<staging::Stager> stagers_[2];  // host (COLL_STAGE_HOST_BUFFERS), cuda
   size_t staging_bytes_ = 0;
   bool stage_host_buffers_ = false;
   // Registered buffers: each handle counts how often it was registered;

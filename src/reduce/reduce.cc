@@ -47,7 +47,10 @@ void divide_typed(T* dst, size_t n, int divisor) {
   if constexpr (kIsHalfLike<T>) {
     for (size_t i = 0; i < n; ++i) dst[i] = narrow<T>(widen(dst[i]) / static_cast<float>(divisor));
   } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] / static_cast<T>(divisor));
+    // In 64 bits: the rank count need not fit in T (int8 and 200 ranks).
+    using Wide =
+        std::conditional_t<std::is_floating_point_v<T>, T, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<Wide>(dst[i]) / static_cast<Wide>(divisor));
   }
 }
 

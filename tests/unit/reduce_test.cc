@@ -235,6 +235,16 @@ TEST(Reduce, DivideTruncatesIntegersAndRoundsFloatsOnce) {
   divide(COLL_FLOAT32, f.data(), 2, 3);
   EXPECT_EQ(f[0], 10.0f / 3.0f);
   EXPECT_EQ(f[1], 1.0f / 3.0f);
+  // More ranks than an 8-bit type holds: no wrap of the divisor, no division by zero.
+  std::vector<int8_t> i8 = {-100, 127};
+  divide(COLL_INT8, i8.data(), 2, 200);
+  EXPECT_EQ(i8, (std::vector<int8_t>{0, 0}));
+  std::vector<uint8_t> u8 = {255, 200};
+  divide(COLL_UINT8, u8.data(), 2, 256);
+  EXPECT_EQ(u8, (std::vector<uint8_t>{0, 0}));
+  std::vector<uint8_t> u8b = {255};
+  divide(COLL_UINT8, u8b.data(), 1, 200);
+  EXPECT_EQ(u8b[0], 1);
   uint16_t h = float_to_half(10.0f);
   divide(COLL_FLOAT16, &h, 1, 3);
   EXPECT_EQ(h, float_to_half(10.0f / 3.0f));

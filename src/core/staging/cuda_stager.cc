@@ -4,12 +4,17 @@
 // even the legacy default one, is held by the gate while they run.
 //
 // The gate: at the call, an event records the caller's stream's work so
-// far (the worker waits for it before the first copy), and the stream gets
-// a wait for a counter in host-mapped memory to reach the operation's
-// number (cuStreamWaitValue32, or a one-thread kernel where the device has
-// no stream memory operations). The worker writes the number when the
-// operation ends, failed or not, so a failure never hangs the stream: it
-// is reported by coll_comm_get_async_error.
+// far (the worker waits for it before the first copy). A private gate
+// stream waits for a counter in host-mapped memory to reach the
+// operation's number (cuStreamWaitValue32, or a one-thread kernel where the
+// device has no stream memory operations), and the caller's stream waits
+// for the gate stream by an event: the driver asks that such a wait be
+// made visible to CUDA by events. The worker writes the number when the
+// operation ends, failed or not, once its copies have stopped, so a
+// failure never hangs the stream: it is reported by
+// coll_comm_get_async_error. Numbers are written in the order taken (the
+// worker runs operations in order), so the counter only grows.
+#include "base/error.h"
 #include "core/staging/gate.h"
 #include "core/staging/stager.h"
 #include "reduce/cuda/check.h"
@@ -43,16 +48,7 @@ void on_device(int device, Fn&& fn) {
 class CudaStager final : public Stager {
  public:
   explicit CudaStager(size_t bytes) : bytes_(bytes) {}
-  ~CudaStager() override {
-    // Errors are ignored: the context may be gone at exit.
-    for (auto& pair : events_)
-      for (cudaEvent_t e : pair)
-        if (e) cudaEventDestroy(e);
-    for (cudaStream_t s : streams_)
-      if (s) cudaStreamDestroy(s);
-    if (memory_) cudaFreeHost(memory_);
-    if (flag_) cudaFreeHost(const_cast<uint32_t*>(flag_));
-  }
+  ~CudaStager() override { release_all(); }
 
   Slots slots() override {
     char* m = static_cast<char*>(memory_);
@@ -60,17 +56,28 @@ class CudaStager final : public Stager {
   }
 
   Ticket enter(void* stream, const void* buffer) override {
+    auto user = static_cast<cudaStream_t>(stream);
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(user, &capturing), "cudaStreamIsCapturing");
+    if (capturing != cudaStreamCaptureStatusNone)
+      fail(Code::kInvalidUsage,
+           "device buffers on a stream being captured into a CUDA graph: coll's staged operations run on the host "
+           "and cannot be captured (call it outside the capture)");
     cudaPointerAttributes attrs{};
     check(cudaPointerGetAttributes(&attrs, buffer), "cudaPointerGetAttributes");
     Ticket t{.stream = stream, .device = attrs.device};
     on_device(t.device, [&] {
-      if (!memory_) start(t.device);
+      if (!started_) start();
       cudaEvent_t ready = nullptr;
       check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags");
       t.ready = ready;
-      check(cudaEventRecord(ready, static_cast<cudaStream_t>(stream)), "cudaEventRecord on the caller's stream");
+      if (cudaError_t e = cudaEventRecord(ready, user); e != cudaSuccess) {
+        cudaEventDestroy(ready);
+        check(e, "cudaEventRecord on the caller's stream");
+      }
+      // From here on the number is taken: the worker must release it.
       t.gate = ++issued_;
-      hold(stream, t.gate);
+      hold(user, t.gate);
     });
     return t;
   }
@@ -85,8 +92,20 @@ class CudaStager final : public Stager {
 
   void copy(int slot, bool in, const Copy2D& c) override {
     cudaStream_t s = streams_[in ? 0 : 1];
-    check(cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.rows, cudaMemcpyDefault, s),
-          in ? "copying a chunk to the host slots (cudaMemcpy2DAsync)" : "copying a chunk back (cudaMemcpy2DAsync)");
+    const char* what = in ? "copying a chunk to the host slots" : "copying a chunk back";
+    // cudaMemcpy2DAsync refuses pitches past cudaDevAttrMaxPitch (2^31 - 1):
+    // one row is a plain copy, and rows of larger pitches go one by one.
+    constexpr size_t kMaxPitch = (size_t{1} << 31) - 1;
+    if (c.rows == 1) {
+      check(cudaMemcpyAsync(c.dst, c.src, c.width, cudaMemcpyDefault, s), what);
+    } else if (c.dst_pitch > kMaxPitch || c.src_pitch > kMaxPitch) {
+      for (size_t r = 0; r < c.rows; ++r)
+        check(cudaMemcpyAsync(static_cast<char*>(c.dst) + r * c.dst_pitch,
+                              static_cast<const char*>(c.src) + r * c.src_pitch, c.width, cudaMemcpyDefault, s),
+              what);
+    } else {
+      check(cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.rows, cudaMemcpyDefault, s), what);
+    }
     check(cudaEventRecord(events_[slot][in ? 0 : 1], s), "cudaEventRecord");
   }
 
@@ -95,12 +114,39 @@ class CudaStager final : public Stager {
   }
 
   void leave(const Ticket& t) noexcept override {
-    // Every copy out is done (the pipeline waited); the stream may go on.
+    if (t.gate == 0) return;  // never held
+    // After a failure copies may still be in flight into the caller's
+    // buffers: let them stop before the stream goes on (errors ignored).
+    for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
     std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(flag_)).store(t.gate, std::memory_order_release);
   }
 
  private:
-  void start(int device) {
+  // Everything or nothing: started_ is set last, and ~CudaStager frees what
+  // a failed start made.
+  void start() {
+    try {
+      make_all();
+    } catch (...) {
+      release_all();
+      throw;
+    }
+    started_ = true;
+  }
+
+  // Errors are ignored: the context may be gone at exit.
+  void release_all() noexcept {
+    for (auto& pair : events_)
+      for (cudaEvent_t& e : pair)
+        if (e) cudaEventDestroy(e), e = nullptr;
+    for (cudaStream_t& s : streams_)
+      if (s) cudaStreamDestroy(s), s = nullptr;
+    if (gate_stream_) cudaStreamDestroy(gate_stream_), gate_stream_ = nullptr;
+    if (memory_) cudaFreeHost(memory_), memory_ = nullptr;
+    if (flag_) cudaFreeHost(const_cast<uint32_t*>(flag_)), flag_ = nullptr;
+  }
+
+  void make_all() {
     check(cudaHostAlloc(&memory_, 4 * bytes_, cudaHostAllocPortable), "cudaHostAlloc (the staging slots)");
     void* flag = nullptr;
     check(cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable),
@@ -109,6 +155,7 @@ class CudaStager final : public Stager {
     *const_cast<uint32_t*>(flag_) = 0;
     check(cudaHostGetDevicePointer(&flag_device_, flag, 0), "cudaHostGetDevicePointer");
     for (cudaStream_t& s : streams_) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&gate_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     for (auto& pair : events_)
       for (cudaEvent_t& e : pair) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
     void* fn = nullptr;
@@ -116,16 +163,22 @@ class CudaStager final : public Stager {
     if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
         found == cudaDriverEntryPointSuccess)
       wait_value_ = reinterpret_cast<WaitValue32>(fn);
-    (void)device;
   }
 
-  void hold(void* stream, uint32_t gate) {
-    if (wait_value_ && wait_value_(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag_device_), gate,
-                                   CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS)
-      return;
-    wait_value_ = nullptr;  // not on this device: the kernel from now on
-    check(launch_gate(stream, static_cast<const volatile uint32_t*>(flag_device_), gate),
-          "launching the stream gate kernel");
+  // The gate stream waits for the counter; `user` waits for the gate stream.
+  void hold(cudaStream_t user, uint32_t gate) {
+    if (!wait_value_ || wait_value_(static_cast<CUstream>(gate_stream_), reinterpret_cast<CUdeviceptr>(flag_device_),
+                                    gate, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+      wait_value_ = nullptr;  // not on this device: the kernel from now on
+      check(launch_gate(gate_stream_, static_cast<const volatile uint32_t*>(flag_device_), gate),
+            "launching the stream gate kernel");
+    }
+    cudaEvent_t passed = nullptr;
+    check(cudaEventCreateWithFlags(&passed, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    const cudaError_t recorded = cudaEventRecord(passed, gate_stream_);
+    const cudaError_t waited = recorded == cudaSuccess ? cudaStreamWaitEvent(user, passed, 0) : recorded;
+    cudaEventDestroy(passed);  // released once the device is past it
+    check(waited, "making the caller's stream wait for the gate (cudaStreamWaitEvent)");
   }
 
   size_t bytes_;
@@ -133,6 +186,8 @@ class CudaStager final : public Stager {
   volatile uint32_t* flag_ = nullptr;
   void* flag_device_ = nullptr;
   uint32_t issued_ = 0;
+  bool started_ = false;
+  cudaStream_t gate_stream_ = nullptr;
   cudaStream_t streams_[2]{};   // in, out
   cudaEvent_t events_[2][2]{};  // [slot][in, out]
   WaitValue32 wait_value_ = nullptr;

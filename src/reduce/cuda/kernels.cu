@@ -105,13 +105,17 @@ __global__ void reduce_kernel(T* dst, const T* a, const T* b, size_t n, bool vec
 }
 
 template <typename T>
+using Wide =
+    std::conditional_t<std::is_floating_point_v<T>, T, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+
+template <typename T>
 __global__ void divide_kernel(T* dst, size_t n, int divisor) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     if constexpr (kHalfWidth<T>)
       dst[i] = narrow<T>(widen(dst[i]) / static_cast<float>(divisor));
-    else
-      dst[i] = static_cast<T>(dst[i] / static_cast<T>(divisor));
+    else  // in 64 bits, as the CPU: the rank count need not fit in T
+      dst[i] = static_cast<T>(static_cast<Wide<T>>(dst[i]) / static_cast<Wide<T>>(divisor));
   }
 }
 
