@@ -69,16 +69,16 @@ struct Coll {
   bool device = false;  // -G 1: buffers are device memory, the stream the default one
   size_t capacity = 0;  // bytes of each buffer
 
-  void run(const perf::Case& c) {
-    ::check(ops.run(c), comm, ops.name);
+  void run(const perf::Case& c) { ::check(ops.run(c), comm, ops.name); }
+  // With device buffers a call returns once enqueued: the sweep waits here
+  // after its timed loop, and a failure found later ends the program.
+  void finish() {
 #ifdef COLL_PERF_CUDA
-    // The call returned once enqueued: the time is the stream's.
-    if (device) {
-      check_cuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
-      coll_result_t async = COLL_SUCCESS;
-      ::check(coll_comm_get_async_error(comm, &async), comm, "coll_comm_get_async_error");
-      ::check(async, comm, ops.name);
-    }
+    if (!device) return;
+    check_cuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    coll_result_t async = COLL_SUCCESS;
+    ::check(coll_comm_get_async_error(comm, &async), comm, "coll_comm_get_async_error");
+    ::check(async, comm, ops.name);
 #endif
   }
   void barrier() { ::check(coll_barrier(comm), comm, "barrier"); }
@@ -121,6 +121,7 @@ struct Coll {
     check_cuda(cudaMemcpy(c.send, send.data(), capacity, cudaMemcpyHostToDevice), "cudaMemcpy");
     check_cuda(cudaMemcpy(c.recv, recv.data(), capacity, cudaMemcpyHostToDevice), "cudaMemcpy");
     run(c);
+    finish();
     check_cuda(cudaMemcpy(send.data(), c.send, capacity, cudaMemcpyDeviceToHost), "cudaMemcpy");
     check_cuda(cudaMemcpy(recv.data(), c.recv, capacity, cudaMemcpyDeviceToHost), "cudaMemcpy");
     return o.wrong(h);

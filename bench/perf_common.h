@@ -276,9 +276,13 @@ size_t sweep(const Options& o, const Ops& ops, int rank, int nranks, coll_comm_t
       res.wrong = wrong;
     }
     for (int i = 0; i < o.warmup; ++i) lib.run(c);
+    if constexpr (requires { lib.finish(); }) lib.finish();
     lib.barrier();  // start together
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < o.iters; ++i) lib.run(c);
+    // A library whose calls return once enqueued (device buffers) waits
+    // for them once, after the loop, as nccl-tests does.
+    if constexpr (requires { lib.finish(); }) lib.finish();
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / o.iters;
     lib.max(us);  // the slowest rank's time
     res.time_us = us;
