@@ -61,7 +61,8 @@ class DeviceCollectives : public ::testing::TestWithParam<std::tuple<std::string
 
 TEST_P(DeviceCollectives, ExactForEveryDtypeOpCountInAndOutOfPlace) {
   SKIP_WITHOUT_GPU();
-  const auto [name, nranks] = GetParam();
+  const std::string name = std::get<0>(GetParam());
+  const int nranks = std::get<1>(GetParam());
   // 64 KiB slots: the larger counts take many chunks.
   RankOptions options{.limit_s = 300, .env = {{"COLL_STAGING_CHUNK_BYTES", "65536"}}};
   run_ranks_with_comm(
