@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "reduce/cpu/isa.h"
+#include "reduce/dispatch.h"
 #include "reduce/half.h"
 
 #include <cstdint>
@@ -47,39 +48,8 @@ void divide_typed(T* dst, size_t n, int divisor) {
   if constexpr (kIsHalfLike<T>) {
     for (size_t i = 0; i < n; ++i) dst[i] = narrow<T>(widen(dst[i]) / static_cast<float>(divisor));
   } else {
-    // In 64 bits: the rank count need not fit in T (int8 and 200 ranks).
-    using Wide =
-        std::conditional_t<std::is_floating_point_v<T>, T, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
-    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<Wide>(dst[i]) / static_cast<Wide>(divisor));
-  }
-}
-
-// Calls fn with a null pointer of the element type of `dtype`.
-template <typename Fn>
-void dispatch(coll_datatype_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case COLL_INT8:
-      return fn(static_cast<int8_t*>(nullptr));
-    case COLL_UINT8:
-      return fn(static_cast<uint8_t*>(nullptr));
-    case COLL_INT32:
-      return fn(static_cast<int32_t*>(nullptr));
-    case COLL_UINT32:
-      return fn(static_cast<uint32_t*>(nullptr));
-    case COLL_INT64:
-      return fn(static_cast<int64_t*>(nullptr));
-    case COLL_UINT64:
-      return fn(static_cast<uint64_t*>(nullptr));
-    case COLL_FLOAT16:
-      return fn(static_cast<Half*>(nullptr));
-    case COLL_BFLOAT16:
-      return fn(static_cast<BFloat*>(nullptr));
-    case COLL_FLOAT32:
-      return fn(static_cast<float*>(nullptr));
-    case COLL_FLOAT64:
-      return fn(static_cast<double*>(nullptr));
-    default:
-      fail(Code::kInvalidArgument, "datatype: unknown value ", static_cast<int>(dtype));
+    for (size_t i = 0; i < n; ++i)
+      dst[i] = static_cast<T>(static_cast<DivideIn<T>>(dst[i]) / static_cast<DivideIn<T>>(divisor));
   }
 }
 
@@ -92,7 +62,8 @@ void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, co
 }
 
 void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor) {
-  dispatch(dtype, [&](auto* tag) {
+  if (!valid_datatype(dtype)) fail(Code::kInvalidArgument, "datatype: unknown value ", static_cast<int>(dtype));
+  dispatch_dtype<Half, BFloat>(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     divide_typed<T>(static_cast<T*>(dst), count, divisor);
   });

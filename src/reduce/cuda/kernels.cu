@@ -5,6 +5,7 @@
 // for the tail. The grid is sized to the device: enough blocks to fill
 // every multiprocessor a few times over, each striding through the buffer.
 #include "reduce/cuda/kernels.h"
+#include "reduce/dispatch.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -105,17 +106,13 @@ __global__ void reduce_kernel(T* dst, const T* a, const T* b, size_t n, bool vec
 }
 
 template <typename T>
-using Wide =
-    std::conditional_t<std::is_floating_point_v<T>, T, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
-
-template <typename T>
 __global__ void divide_kernel(T* dst, size_t n, int divisor) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     if constexpr (kHalfWidth<T>)
       dst[i] = narrow<T>(widen(dst[i]) / static_cast<float>(divisor));
-    else  // in 64 bits, as the CPU: the rank count need not fit in T
-      dst[i] = static_cast<T>(static_cast<Wide<T>>(dst[i]) / static_cast<Wide<T>>(divisor));
+    else
+      dst[i] = static_cast<T>(static_cast<DivideIn<T>>(dst[i]) / static_cast<DivideIn<T>>(divisor));
   }
 }
 
@@ -171,49 +168,22 @@ int divide_typed(void* dst, size_t n, int divisor, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// Calls fn with a null pointer of the element type of `dtype`.
-template <typename Fn>
-int with_type(coll_datatype_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case COLL_INT8:
-      return fn(static_cast<int8_t*>(nullptr));
-    case COLL_UINT8:
-      return fn(static_cast<uint8_t*>(nullptr));
-    case COLL_INT32:
-      return fn(static_cast<int32_t*>(nullptr));
-    case COLL_UINT32:
-      return fn(static_cast<uint32_t*>(nullptr));
-    case COLL_INT64:
-      return fn(static_cast<int64_t*>(nullptr));
-    case COLL_UINT64:
-      return fn(static_cast<uint64_t*>(nullptr));
-    case COLL_FLOAT16:
-      return fn(static_cast<__half*>(nullptr));
-    case COLL_BFLOAT16:
-      return fn(static_cast<__nv_bfloat16*>(nullptr));
-    case COLL_FLOAT32:
-      return fn(static_cast<float*>(nullptr));
-    case COLL_FLOAT64:
-      return fn(static_cast<double*>(nullptr));
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
-
 }  // namespace
 
 int launch_reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count,
                   void* stream) {
   if (count == 0) return cudaSuccess;
   auto s = static_cast<cudaStream_t>(stream);
-  return with_type(
+  if (!valid_datatype(dtype)) return cudaErrorInvalidValue;
+  return dispatch_dtype<__half, __nv_bfloat16>(
       dtype, [&](auto* type) { return reduce_typed<std::remove_pointer_t<decltype(type)>>(op, dst, a, b, count, s); });
 }
 
 int launch_divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* stream) {
   if (count == 0 || divisor == 1) return cudaSuccess;
   auto s = static_cast<cudaStream_t>(stream);
-  return with_type(
+  if (!valid_datatype(dtype)) return cudaErrorInvalidValue;
+  return dispatch_dtype<__half, __nv_bfloat16>(
       dtype, [&](auto* type) { return divide_typed<std::remove_pointer_t<decltype(type)>>(dst, count, divisor, s); });
 }
 
