@@ -127,8 +127,9 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
       auto done = c.run_staged(op);
       if (async) {
         *request = new coll_request{comm, done};
-      } else if (op.kind == MemoryKind::kHost && done->wait() != COLL_SUCCESS) {
-        throw coll::Error(static_cast<Code>(done->wait()), done->message());
+      } else if (op.kind == MemoryKind::kHost) {
+        if (coll_result_t result = done->wait(); result != COLL_SUCCESS)
+          throw coll::Error(static_cast<Code>(result), done->message());
       }
       return;
     }

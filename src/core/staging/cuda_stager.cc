@@ -28,22 +28,8 @@ namespace coll::staging {
 namespace {
 
 using reduce::cuda::check;
+using reduce::cuda::ScopedDevice;
 using WaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-// Runs `fn` with `device` current on this thread, then restores the caller's.
-template <typename Fn>
-void on_device(int device, Fn&& fn) {
-  int previous = -1;
-  check(cudaGetDevice(&previous), "cudaGetDevice");
-  if (previous != device) check(cudaSetDevice(device), "cudaSetDevice");
-  try {
-    fn();
-  } catch (...) {
-    if (previous != device) cudaSetDevice(previous);
-    throw;
-  }
-  if (previous != device) check(cudaSetDevice(previous), "cudaSetDevice (back to the caller's device)");
-}
 
 class CudaStager final : public Stager {
  public:
@@ -66,19 +52,18 @@ class CudaStager final : public Stager {
     cudaPointerAttributes attrs{};
     check(cudaPointerGetAttributes(&attrs, buffer), "cudaPointerGetAttributes");
     Ticket t{.stream = stream, .device = attrs.device};
-    on_device(t.device, [&] {
-      if (!started_) start();
-      cudaEvent_t ready = nullptr;
-      check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-      t.ready = ready;
-      if (cudaError_t e = cudaEventRecord(ready, user); e != cudaSuccess) {
-        cudaEventDestroy(ready);
-        check(e, "cudaEventRecord on the caller's stream");
-      }
-      // From here on the number is taken: the worker must release it.
-      t.gate = ++issued_;
-      hold(user, t.gate);
-    });
+    ScopedDevice on(t.device);
+    if (!started_) start();
+    cudaEvent_t ready = nullptr;
+    check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    t.ready = ready;
+    if (cudaError_t e = cudaEventRecord(ready, user); e != cudaSuccess) {
+      cudaEventDestroy(ready);
+      check(e, "cudaEventRecord on the caller's stream");
+    }
+    // From here on the number is taken: the worker must release it.
+    t.gate = ++issued_;
+    hold(user, t.gate);
     return t;
   }
 

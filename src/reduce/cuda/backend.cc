@@ -16,30 +16,12 @@
 namespace coll::reduce::cuda {
 namespace {
 
-// Kernels run on the current device of the calling thread, which need not
-// be the buffers': the device of `dst` while one call lasts, then the
-// caller's again.
-class OnDeviceOf {
- public:
-  explicit OnDeviceOf(const void* dst) {
-    cudaPointerAttributes attrs{};
-    check(cudaPointerGetAttributes(&attrs, dst), "finding the device of a buffer (cudaPointerGetAttributes)");
-    if (attrs.type != cudaMemoryTypeDevice && attrs.type != cudaMemoryTypeManaged) return;
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != attrs.device)
-      check(cudaSetDevice(attrs.device), "cudaSetDevice");
-    else
-      previous_ = -1;
-  }
-  ~OnDeviceOf() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  OnDeviceOf(const OnDeviceOf&) = delete;
-  OnDeviceOf& operator=(const OnDeviceOf&) = delete;
-
- private:
-  int previous_ = -1;
-};
+// The device of `dst`, or -1 for host memory.
+int device_of(const void* dst) {
+  cudaPointerAttributes attrs{};
+  check(cudaPointerGetAttributes(&attrs, dst), "finding the device of a buffer (cudaPointerGetAttributes)");
+  return attrs.type == cudaMemoryTypeDevice || attrs.type == cudaMemoryTypeManaged ? attrs.device : -1;
+}
 
 bool overlap(const void* dst, const void* src, size_t bytes) {
   auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
@@ -50,7 +32,7 @@ bool overlap(const void* dst, const void* src, size_t bytes) {
 // memmove): an overlapping copy goes through a temporary.
 void copy(void* dst, const void* src, size_t bytes, void* stream) {
   if (bytes == 0 || dst == src) return;
-  OnDeviceOf on(dst);
+  ScopedDevice on(device_of(dst));
   auto s = static_cast<cudaStream_t>(stream);
   if (!overlap(dst, src, bytes)) {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
@@ -66,13 +48,13 @@ void copy(void* dst, const void* src, size_t bytes, void* stream) {
 void reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count,
             void* stream) {
   if (count == 0) return;
-  OnDeviceOf on(dst);
+  ScopedDevice on(device_of(dst));
   check(launch_reduce(dtype, op, dst, a, b, count, stream), "launching the reduction kernel");
 }
 
 void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* stream) {
   if (count == 0) return;
-  OnDeviceOf on(dst);
+  ScopedDevice on(device_of(dst));
   check(launch_divide(dtype, dst, count, divisor, stream), "launching the division kernel");
 }
 
@@ -81,6 +63,19 @@ const Backend kCuda{.name = "cuda", .copy = copy, .reduce = reduce, .divide = di
 }  // namespace
 
 const Backend& backend() { return kCuda; }
+
+ScopedDevice::ScopedDevice(int device) {
+  if (device < 0) return;
+  int current = -1;
+  check(cudaGetDevice(&current), "cudaGetDevice");
+  if (current == device) return;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  previous_ = current;
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (previous_ >= 0) cudaSetDevice(previous_);  // errors ignored: a destructor, maybe on an error's way out
+}
 
 void check(int err, const char* what) {
   if (err == cudaSuccess) return;

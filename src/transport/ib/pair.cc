@@ -25,7 +25,6 @@ constexpr size_t kSplitFrom = 128 << 10;
 constexpr int kInline = 64;
 constexpr auto kKeepAlive = std::chrono::milliseconds(1000);
 
-// What an immediate says: its top two bits the kind, the rest a sequence.
 // What an immediate says: its top three bits the kind, the rest a sequence.
 constexpr uint32_t kImmData = 0u << 29, kImmNotify = 1u << 29, kImmNotice = 2u << 29, kImmMismatch = 3u << 29,
                    kImmCts = 4u << 29;
