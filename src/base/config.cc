@@ -41,6 +41,9 @@ const std::vector<Setting>& settings() {
       {"COLL_TRANSPORTS", "string", "", "",
        "transports in order of preference; each peer gets the first that reaches it (shm: same node); unset: every "
        "one built in, shm,ib,tcp, where ib is left out when it cannot run here (no verbs device)"},
+      {"COLL_NVLINK_EMULATE", "bool", "0", "",
+       "1: the nvlink transport runs on host memory, with process_vm_readv/writev for the GPU's copy engine, "
+       "so that its protocol is tested on machines without a GPU (tests only)"},
       {"COLL_SHM_SINGLE_COPY", "bool", "0", "",
        "shm: 1 lets receivers read messages of 256 KiB and more straight from the sender (process_vm_readv); "
        "off by default, as it measured 2x slower than the slots here"},

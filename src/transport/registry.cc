@@ -13,6 +13,7 @@
 #include <sstream>
 
 #ifdef COLL_WITH_SHM
+#include "transport/nvlink/nvlink_transport.h"
 #include "transport/shm/region.h"
 #include "transport/shm/shm_transport.h"
 #endif
@@ -42,6 +43,16 @@ const std::vector<Entry>& registered() {
          return std::make_unique<shm::ShmTransport>(c.rank, c.nranks, c.job_tag, c.host_id);
        },
        [](size_t bytes, const char* name) { return shm::allocate_region(bytes, name); }, &shm::free_region},
+      // Only where named: it touches the GPU as it starts, and the core
+      // stages device buffers through host memory for now.
+      {"nvlink", "device buffers between the GPUs of one node (CUDA IPC, copy engine), or ranks sharing one GPU",
+       [](const Context& c) -> std::unique_ptr<Transport> {
+         const std::string why = nvlink::unavailable();
+         if (!why.empty())
+           fail(Code::kSystem, "rank ", c.rank, ": COLL_TRANSPORTS names nvlink, but it cannot run here: ", why);
+         return std::make_unique<nvlink::NvlinkTransport>(c);
+       },
+       nullptr, nullptr, &nvlink::unavailable, false},
 #endif
 #ifdef COLL_WITH_IB
       {"ib", "verbs: InfiniBand and RoCE",
@@ -90,7 +101,8 @@ std::vector<std::unique_ptr<Transport>> make_transports(const Context& context) 
   std::string setting = config::get_string("COLL_TRANSPORTS");
   std::vector<std::unique_ptr<Transport>> out;
   if (setting.empty()) {
-    for (const Entry& e : registered()) out.push_back(e.make(context));
+    for (const Entry& e : registered())
+      if (e.by_default) out.push_back(e.make(context));
   } else {
     std::stringstream in(setting);
     std::string name;

@@ -31,6 +31,8 @@ struct Entry {
   bool (*release)(void* ptr) = nullptr;  // false: not memory it allocated
   // Why it cannot run on this machine ("" when it can); null: it always can.
   std::string (*unavailable)() = nullptr;
+  // Whether COLL_TRANSPORTS unset includes it (false: only when named).
+  bool by_default = true;
 };
 
 // Every transport compiled in, in the default preference order.

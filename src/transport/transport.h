@@ -53,6 +53,7 @@ struct Capabilities {
   std::string name;              // its link class too
   bool same_host_only = false;   // e.g. shared memory
   bool gpu_memory = false;       // can move MemoryKind::kCuda buffers
+  bool device_only = false;      // moves nothing else: never a peer's route for host buffers
   bool one_sided = false;        // put/get that complete without the peer's posts (RDMA, mapped memory)
   bool delivers_pieces = false;  // post_recv_sink: hands pieces over from its own buffers
   LinkParameters link;

@@ -97,6 +97,7 @@ TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
   // across two queue pairs.
   const bool small_only = algorithm == "direct" || algorithm == "recursive_doubling" || transports == "ib";
   if (transports == "ib" && nranks == 3) options.env["COLL_IB_QPS_PER_CONN"] = "2";
+  if (transports == "nvlink") options.env["COLL_NVLINK_EMULATE"] = "1";
   const std::vector<size_t> counts =
       small_only ? std::vector<size_t>{0, 1, 7, 1023, 65537} : std::vector<size_t>{0, 1, 7, 1023, 1048579};
   run_ranks(
@@ -104,7 +105,8 @@ TEST_P(AllreduceMatrix, ExactForEveryDtypeOpCountAndPlacement) {
 }
 
 std::string matrix_name(const ::testing::TestParamInfo<AlgoRanks>& info) {
-  std::string t = std::get<2>(info.param) == "tcp" ? "tcp" : "shm";
+  const std::string& transports = std::get<2>(info.param);
+  std::string t = transports == "nvlink" ? "nvlink_emulated" : transports == "tcp" ? "tcp" : "shm";
   return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks_" + t;
 }
 
@@ -116,6 +118,13 @@ INSTANTIATE_TEST_SUITE_P(Shm, AllreduceMatrix,
 INSTANTIATE_TEST_SUITE_P(Tcp, AllreduceMatrix,
                          ::testing::Combine(::testing::Values("auto", "ring", "tree", "halving_doubling"),
                                             ::testing::Values(2, 3, 8), ::testing::Values("tcp")),
+                         matrix_name);
+// Over the nvlink transport with its GPU emulated (host memory, and
+// process_vm_readv for the copy engine): its rendezvous under every
+// collective's traffic; tests/gpu runs it on a GPU.
+INSTANTIATE_TEST_SUITE_P(NvlinkEmulated, AllreduceMatrix,
+                         ::testing::Combine(::testing::Values("ring", "tree"), ::testing::Values(2, 3),
+                                            ::testing::Values("nvlink")),
                          matrix_name);
 // Over verbs where a device is (none: no tests); tests/rxe runs these on a
 // real Soft-RoCE stack in a guest.

@@ -146,6 +146,7 @@ TEST_P(Collectives, ExactForEveryDtypeCountPlacementAndRoot) {
       .limit_s = 500,
       .env = {
           {"COLL_TIMEOUT_MS", "120000"}, {"COLL_ALGO", collective + ":" + algorithm}, {"COLL_TRANSPORTS", transports}}};
+  if (transports == "nvlink") options.env["COLL_NVLINK_EMULATE"] = "1";
   run_ranks(
       nranks,
       [&, collective = collective](int rank, int n, const coll_unique_id_t& id) {
@@ -195,13 +196,17 @@ std::vector<Param> params() {
   for (const auto& [c, a] : pairs) {
     for (int n : {1, 2, 3, 4, 5, 8}) out.emplace_back(c, a, n, "shm,tcp");
     for (int n : {2, 3, 8}) out.emplace_back(c, a, n, "tcp");
+    out.emplace_back(c, a, 3, "nvlink");  // emulated (allreduce_test.cc)
   }
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Family, Collectives, ::testing::ValuesIn(params()), [](const auto& info) {
   return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" + std::to_string(std::get<2>(info.param)) +
-         "ranks_" + (std::get<3>(info.param) == "tcp" ? "tcp" : "shm");
+         "ranks_" +
+         (std::get<3>(info.param) == "tcp"      ? "tcp"
+          : std::get<3>(info.param) == "nvlink" ? "nvlink_emulated"
+                                                : "shm");
 });
 
 }  // namespace

@@ -41,7 +41,8 @@ struct Link {
 inline std::unique_ptr<transport::Transport> make_transport(const std::string& kind, int rank, int nranks,
                                                             const bootstrap::UniqueId& id) {
   if (kind == "shm_cma") setenv("COLL_SHM_SINGLE_COPY", "1", 1);
-  const std::string name = kind == "shm_cma" ? "shm" : kind;
+  if (kind == "nvlink_emulated") setenv("COLL_NVLINK_EMULATE", "1", 1);
+  const std::string name = kind == "shm_cma" ? "shm" : kind == "nvlink_emulated" ? "nvlink" : kind;
   return transport::find(name).make(
       {rank, nranks, id.secret, transport::job_tag(id.secret, "test"), transport::host_id()});
 }

@@ -17,6 +17,11 @@ namespace coll::testing {
 // joins both by registering, and "shm_cma": shared memory with single copy
 // on, so messages of 256 KiB and more are read with process_vm_readv.
 //
+// "nvlink_emulated": the nvlink transport with its GPU emulated
+// (COLL_NVLINK_EMULATE=1), so that its protocol is held to the suite on
+// machines without one (where host memory plays device memory, so it
+// carries every message, as shm would).
+//
 // A transport that cannot run on this machine (ib without a verbs device)
 // is left out, and said so on stderr; COLLTEST_REQUIRE_TRANSPORTS=ib (the
 // rxe tests set it) makes that a failure instead, so that a run meant for
@@ -38,6 +43,7 @@ inline std::vector<std::string> transports_under_test() {
     std::fprintf(stderr, "[ note ] transport %s left out of these tests: %s\n", e.name, why.c_str());
   }
   out.push_back("shm_cma");
+  out.push_back("nvlink_emulated");
   return out;
 }
 inline const std::vector<std::string> kTransportsUnderTest = transports_under_test();
@@ -60,6 +66,7 @@ inline std::vector<std::string> runnable(const std::vector<std::string>& names) 
 // buffers take its staged form. "shm_oneshot": with COLL_SHM_ONESHOT_BYTES
 // at the whole board, so that allreduces of up to 4072 bytes run one-shot.
 inline std::map<std::string, std::string> transport_env(const std::string& kind) {
+  if (kind == "nvlink_emulated") return {{"COLL_TRANSPORTS", "nvlink"}, {"COLL_NVLINK_EMULATE", "1"}};
   if (kind == "shm_cma") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_SINGLE_COPY", "1"}};
   if (kind == "shm_direct") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_MAPPED", "1"}};
   if (kind == "shm_staged") return {{"COLL_TRANSPORTS", "shm"}, {"COLL_SHM_STAGED_BYTES", "64K"}};
