@@ -239,7 +239,7 @@ void Communicator::compile(std::span<const OpRequest> ops, std::vector<Job>& job
 
 // The first fast path that takes the operation, if any (see compile).
 FastPath* Communicator::fast_path_for(const OpRequest& op, bool grouped) const {
-  if (grouped || !unnamed_allreduce(op)) return nullptr;
+  if (grouped || !unnamed_allreduce(op) || op.kind != MemoryKind::kHost) return nullptr;
   for (const auto& f : fast_paths_)
     if (f->takes(op)) return f.get();
   return nullptr;

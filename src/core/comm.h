@@ -27,6 +27,7 @@
 #include <atomic>
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,7 +41,8 @@ namespace coll {
 class ExchangeQueue;
 namespace staging {
 class Stager;
-}
+struct Ticket;
+}  // namespace staging
 class StorePairExchange;
 struct Exchange;
 
@@ -91,6 +93,9 @@ class Communicator final : private FastPathHost {
   // work issued on op.stream before the call, which waits for it.
   bool stages(const OpRequest& op) const;
   std::shared_ptr<Completion> run_staged(const OpRequest& op);
+  // Whether device buffers reach every peer by a transport that moves GPU
+  // memory (nvlink), so that device operations need no staging.
+  bool moves_device_directly();
 
   // Collective: the ranks that pass the same color form a new communicator,
   // ordered by key then by rank here; color < 0 gives null.
@@ -245,6 +250,10 @@ class Communicator final : private FastPathHost {
   // COLL_STAGING_CHUNK_BYTES, made at the first staged operation of the
   // kind; destroyed after worker_ (which uses them).
   std::unique_ptr<staging::Stager> stagers_[2];  // host (COLL_STAGE_HOST_BUFFERS), cuda
+  int direct_device_ = -1;                       // moves_device_directly(), once known
+  std::shared_ptr<Completion> run_direct(const OpRequest& op, staging::Stager& stager);
+  void on_stream(staging::Stager& st, const staging::Ticket& ticket, Completion& done,
+                 const std::function<void()>& body);
   size_t staging_bytes_ = 0;
   bool stage_host_buffers_ = false;
   // Registered buffers: each handle counts how often it was registered;

@@ -114,8 +114,8 @@ void Executor::prepare() {
   recv_next_.assign(g.recvs.size(), 0);
   if (scratch_.size() < jobs.size()) scratch_.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j)
-    if (scratch_[j].size() < jobs[j].plan->schedule.scratch_bytes)
-      scratch_[j].resize(jobs[j].plan->schedule.scratch_bytes);
+    if (const size_t bytes = jobs[j].plan->schedule.scratch_bytes; bytes > 0)
+      scratch_[j].get(jobs[j].kind, bytes, bytes, jobs[j].recv);
   staging_.resize(kMaxStaged);             // each buffer grows when a receive first needs it (post_recv)
   if (free_slots_.size() != kMaxStaged) {  // a run that failed kept some
     free_slots_.clear();
@@ -150,6 +150,8 @@ void Executor::finish(uint32_t i) {
 }
 
 void Executor::run_local_steps() {
+  const reduce::Backend* queued = nullptr;  // a backend that queued work on a stream
+  void* stream = nullptr;
   while (!local_.empty()) {
     uint32_t i = local_.back();
     local_.pop_back();
@@ -162,8 +164,11 @@ void Executor::run_local_steps() {
       backend.reduce(job.dtype, job.op, address(i, s.dst), address(i, s.dst), address(i, s.src), elems(i), job.stream);
     else
       backend.divide(job.dtype, address(i, s.dst), elems(i), call_.nranks, job.stream);
+    if (backend.wait != nullptr) queued = &backend, stream = job.stream;
     finish(i);
   }
+  // Before any send posted after this reads what the steps wrote.
+  if (queued != nullptr) queued->wait(stream);
 }
 
 // Posts every channel head whose dependencies are done.
@@ -175,7 +180,8 @@ void Executor::post_ready() {
       uint32_t i = ch.steps[send_next_[c]++];
       const uint64_t tag = make_tag(job_of(i).signature, call_.counters->sent[static_cast<size_t>(ch.peer)]++);
       const Step& s = *g.steps[i];
-      in_flight_.emplace_back(call_.transport->post_send(ch.peer, address(i, s.src), s.bytes, tag), i);
+      in_flight_.emplace_back(
+          call_.transport->post_send(ch.peer, transport::Buffer{address(i, s.src), s.bytes, job_of(i).kind}, tag), i);
     }
   }
   for (size_t c = 0; c < g.recvs.size(); ++c) {
@@ -213,14 +219,12 @@ bool Executor::post_recv(int peer, uint32_t i) {
     slot_of_[i] = free_slots_.back();
     free_slots_.pop_back();
     // Grown on first need only: a transport that delivers pieces never stages.
-    std::vector<std::byte>& staging = staging_[slot_of_[i]];
-    if (staging.size() < s.bytes) staging.resize(call_.graph->max_staged_bytes);
-    into = staging.data();
+    into = staging_[slot_of_[i]].get(job.kind, s.bytes, call_.graph->max_staged_bytes, job.recv);
   } else {
     into = address(i, s.dst);
   }
   ++received;
-  in_flight_.emplace_back(transport.post_recv(peer, into, s.bytes, tag), i);
+  in_flight_.emplace_back(transport.post_recv(peer, transport::Buffer{into, s.bytes, job.kind}, tag), i);
   return true;
 }
 
@@ -262,8 +266,10 @@ void Executor::complete(uint32_t i) {
   const Step& s = *call_.graph->steps[i];
   if (s.kind == OpKind::kRecvReduce && slot_of_[i] != SIZE_MAX) {
     const Job& job = job_of(i);
-    reduce::backend_for(job.kind).reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src),
-                                         staging_[slot_of_[i]].data(), elems(i), job.stream);
+    const reduce::Backend& backend = reduce::backend_for(job.kind);
+    backend.reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src), staging_[slot_of_[i]].data(), elems(i),
+                   job.stream);
+    if (backend.wait != nullptr) backend.wait(job.stream);  // before a send reads it
     free_slots_.push_back(slot_of_[i]);
   }
   finish(i);

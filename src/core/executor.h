@@ -12,6 +12,7 @@
 #include "base/deadline.h"
 #include "base/memory_kind.h"
 #include "core/flight_recorder.h"
+#include "core/kind_buffer.h"
 #include "reduce/backend.h"
 #include "transport/transport.h"
 
@@ -169,8 +170,9 @@ class Executor {
   // Staging for received chunks before they are reduced, and scratch for
   // schedules that ask for it. Kept between calls so that large collectives
   // do not page-fault fresh memory each time.
-  std::vector<std::vector<std::byte>> staging_;
-  std::vector<std::vector<std::byte>> scratch_;
+  // Of the operation's memory kind: device memory for device buffers.
+  std::vector<KindBuffer> staging_;
+  std::vector<KindBuffer> scratch_;
 };
 
 }  // namespace coll

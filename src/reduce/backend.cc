@@ -8,6 +8,7 @@
 #include "reduce/cuda/backend.h"
 #endif
 
+#include <cstdlib>
 #include <cstring>
 
 namespace coll::reduce {
@@ -22,7 +23,19 @@ void cpu_divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, voi
   divide(dtype, dst, count, divisor);
 }
 
-const Backend kCpu{.name = "cpu", .copy = cpu_copy, .reduce = cpu_reduce, .divide = cpu_divide};
+void* cpu_allocate(size_t bytes, const void*) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 64, bytes == 0 ? 64 : bytes) != 0)
+    fail(Code::kSystem, "cannot allocate ", bytes, " bytes of scratch memory");
+  return p;
+}
+
+const Backend kCpu{.name = "cpu",
+                   .copy = cpu_copy,
+                   .reduce = cpu_reduce,
+                   .divide = cpu_divide,
+                   .allocate = cpu_allocate,
+                   .release = std::free};
 
 }  // namespace
 

@@ -21,6 +21,13 @@ struct Backend {
   void (*reduce)(coll_datatype_t dtype, coll_redop_t op, void* dst, const void* a, const void* b, size_t count,
                  void* stream);
   void (*divide)(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* stream);
+  // Memory of this kind for the executor's scratch and staging, on the
+  // device of `near` (one of the operation's buffers); release frees it.
+  void* (*allocate)(size_t bytes, const void* near);
+  void (*release)(void* p);
+  // Returns once the work queued on `stream` is done: before a transport
+  // reads what a copy or reduction wrote (host: done already, null).
+  void (*wait)(void* stream) = nullptr;
 };
 
 // The backend for buffers of `kind`. Throws coll::Error kInvalidArgument for

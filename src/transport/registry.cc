@@ -50,7 +50,9 @@ const std::vector<Entry>& registered() {
          const std::string why = nvlink::unavailable();
          if (!why.empty())
            fail(Code::kSystem, "rank ", c.rank, ": COLL_TRANSPORTS names nvlink, but it cannot run here: ", why);
-         return std::make_unique<nvlink::NvlinkTransport>(c);
+         // Its frames go over a shared-memory transport of its own, with segments of their own names.
+         return std::make_unique<nvlink::NvlinkTransport>(
+             c, std::make_unique<shm::ShmTransport>(c.rank, c.nranks, c.job_tag + "nv", c.host_id));
        },
        nullptr, nullptr, &nvlink::unavailable, false},
 #endif

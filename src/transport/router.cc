@@ -42,11 +42,14 @@ std::string Router::local_address() const {
 
 std::string Router::host_of(const std::string& address) { return part_for(address, "host"); }
 
-size_t Router::choose(int peer, const std::string& address) const {
+size_t Router::choose(int peer, const std::string& address, bool device) const {
   for (size_t i = 0; i < transports_.size(); ++i) {
-    std::string part = part_for(address, transports_[i]->capabilities().name);
+    const transport::Capabilities& caps = transports_[i]->capabilities();
+    if (device ? !caps.gpu_memory : caps.device_only) continue;
+    std::string part = part_for(address, caps.name);
     if (!part.empty() && transports_[i]->reaches(part)) return i;
   }
+  if (device) return kNoRoute;
   fail(Code::kInvalidUsage, "rank ", rank_, ": no transport in COLL_TRANSPORTS='",
        config::get_string("COLL_TRANSPORTS"), "' reaches rank ", peer, " (its transports: ", address, ")");
 }
@@ -79,6 +82,7 @@ void Router::connect(const std::vector<int>& peers, const std::vector<std::strin
   auto up = [&](int p) { return static_cast<size_t>(p) < connected_.size() && connected_[static_cast<size_t>(p)]; };
   if (std::all_of(peers.begin(), peers.end(), up)) return;
   route_.resize(addresses.size(), kNoRoute);
+  device_route_.resize(addresses.size(), kNoRoute);
   connected_.resize(addresses.size(), false);
   std::vector<std::vector<int>> per(transports_.size());
   for (int peer : peers) {
@@ -88,6 +92,15 @@ void Router::connect(const std::vector<int>& peers, const std::vector<std::strin
       log::info(log::kNet, "rank ", rank_, " -> rank ", peer, ": ", transports_[route]->capabilities().name);
     }
     per[route].push_back(peer);
+    uint8_t& device = device_route_[static_cast<size_t>(peer)];
+    if (device == kNoRoute) {
+      const size_t d = choose(peer, addresses[static_cast<size_t>(peer)], true);
+      device = static_cast<uint8_t>(d == kNoRoute ? route : d);
+      if (device != route)
+        log::info(log::kNet, "rank ", rank_, " -> rank ", peer,
+                  ", device buffers: ", transports_[device]->capabilities().name);
+    }
+    if (device != route) per[device].push_back(peer);
   }
   for (size_t i = 0; i < transports_.size(); ++i) {
     std::vector<std::string> mine;
@@ -112,18 +125,18 @@ bool Router::routed(int peer) const {
   return static_cast<size_t>(peer) < route_.size() && route_[static_cast<size_t>(peer)] != kNoRoute;
 }
 
-size_t Router::route(int peer) const {
+size_t Router::route(int peer, MemoryKind kind) const {
   if (!routed(peer)) fail(Code::kInternal, "rank ", rank_, ": no connection to rank ", peer);
-  return route_[static_cast<size_t>(peer)];
+  return (kind == MemoryKind::kHost ? route_ : device_route_)[static_cast<size_t>(peer)];
 }
 
 transport::RequestId Router::post_send(int peer, const transport::Buffer& buffer, uint64_t tag) {
-  size_t i = route(peer);
+  size_t i = route(peer, buffer.kind);
   return outer(transports_[i]->post_send(peer, inner_buffer(buffer, i), tag), i);
 }
 
 transport::RequestId Router::post_recv(int peer, const transport::Buffer& buffer, uint64_t tag) {
-  size_t i = route(peer);
+  size_t i = route(peer, buffer.kind);
   return outer(transports_[i]->post_recv(peer, inner_buffer(buffer, i), tag), i);
 }
 
@@ -178,13 +191,13 @@ transport::MemoryHandle Router::handle_for_peer(const transport::Registration* r
 
 transport::RequestId Router::post_put(int peer, const transport::Buffer& local, const transport::RemoteMemory& remote,
                                       size_t offset, const uint64_t* notify) {
-  size_t i = route(peer);
+  size_t i = route(peer, local.kind);
   return outer(transports_[i]->post_put(peer, inner_buffer(local, i), remote, offset, notify), i);
 }
 
 transport::RequestId Router::post_get(int peer, const transport::Buffer& local, const transport::RemoteMemory& remote,
                                       size_t offset) {
-  size_t i = route(peer);
+  size_t i = route(peer, local.kind);
   return outer(transports_[i]->post_get(peer, inner_buffer(local, i), remote, offset), i);
 }
 
@@ -243,7 +256,12 @@ void Router::poll(std::vector<transport::RequestId>& done, int timeout_ms) {
 
 std::string Router::pending_with(int peer) const {
   if (!routed(peer)) return str_cat("no connection to rank ", peer);
-  return transports_[route(peer)]->pending_with(peer);
+  std::string out = transports_[route(peer)]->pending_with(peer);
+  if (const size_t d = route(peer, MemoryKind::kCuda); d != route(peer)) {
+    const std::string device = transports_[d]->pending_with(peer);
+    if (!device.empty()) out += (out.empty() ? "" : "; ") + device;
+  }
+  return out;
 }
 
 void Router::close(const Error* why) {

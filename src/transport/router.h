@@ -1,6 +1,8 @@
 // Several transports behind one: each peer is served by the first transport
 // (in COLL_TRANSPORTS order) that reaches it — shared memory for ranks on
-// this node, TCP otherwise. The choice is by capability (Transport::reaches),
+// this node, TCP otherwise. Device buffers go by the first transport that
+// moves GPU memory and reaches the peer (nvlink), where there is one; a
+// transport that moves only device buffers never carries host ones. The choice is by capability (Transport::reaches),
 // never by a transport's name, and is logged per peer at INFO.
 #pragma once
 
@@ -65,13 +67,18 @@ class Router final : public transport::Transport, public transport::PeerAccess {
   const transport::Capabilities& transport_for(int peer, const std::string& address) const {
     return transports_[choose(peer, address)]->capabilities();
   }
+  // Whether device buffers to `peer` at `address` go by a transport that
+  // moves GPU memory (else they must be staged through host memory).
+  bool moves_device_to(int peer, const std::string& address) const { return choose(peer, address, true) != kNoRoute; }
   // Every transport's capabilities, in preference order.
   std::vector<const transport::Capabilities*> all_capabilities() const;
 
  private:
-  size_t choose(int peer, const std::string& address) const;
+  // The first transport that reaches `peer` for host buffers (throws when
+  // none does), or for device buffers (kNoRoute when none moves them).
+  size_t choose(int peer, const std::string& address, bool device = false) const;
   bool routed(int peer) const;  // whether a connect chose `peer`'s transport
-  size_t route(int peer) const;
+  size_t route(int peer, MemoryKind kind = MemoryKind::kHost) const;
   transport::RequestId outer(transport::RequestId inner, size_t i) {
     ++outstanding_[i];
     return inner * kMaxTransports + i;
@@ -86,6 +93,7 @@ class Router final : public transport::Transport, public transport::PeerAccess {
   // the first connect) and whether its pair is up.
   static constexpr uint8_t kNoRoute = 0xff;
   std::vector<uint8_t> route_;
+  std::vector<uint8_t> device_route_;  // for device buffers: a transport that moves them, else route_'s
   std::vector<bool> connected_;
   uint8_t board_ = kNoRoute;  // the transport with the board, if one serves every peer
   // A request's id here is its transport's id times kMaxTransports plus the

@@ -75,6 +75,8 @@ class CudaStager final : public Stager {
     check(e, "waiting for the work issued on the stream before the call");
   }
 
+  void* work_stream() override { return streams_[0]; }
+
   void copy(int slot, bool in, const Copy2D& c) override {
     cudaStream_t s = streams_[in ? 0 : 1];
     const char* what = in ? "copying a chunk to the host slots" : "copying a chunk back";

@@ -38,6 +38,10 @@ class Stager {
   virtual void wait(int slot, bool in) = 0;
   // Lets the stream go on; never throws (it runs on the way out of errors).
   virtual void leave(const Ticket& t) noexcept = 0;
+  // A stream of the stager's own for the copies and reductions of an
+  // operation that runs on the caller's buffers in place (a transport moves
+  // device memory): not the caller's, which waits until leave().
+  virtual void* work_stream() { return nullptr; }
 };
 
 // Host buffers through the same pipeline: copies are memcpy, done at once.

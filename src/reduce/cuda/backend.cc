@@ -58,7 +58,26 @@ void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* s
   check(launch_divide(dtype, dst, count, divisor, stream), "launching the division kernel");
 }
 
-const Backend kCuda{.name = "cuda", .copy = copy, .reduce = reduce, .divide = divide};
+void* allocate(size_t bytes, const void* near) {
+  ScopedDevice on(device_of(near));
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "cudaMalloc (the executor's staging and scratch)");
+  return p;
+}
+
+void release(void* p) { cudaFree(p); }  // errors ignored: on the way out, maybe of an error
+
+void wait(void* stream) {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "waiting for a copy or reduction");
+}
+
+const Backend kCuda{.name = "cuda",
+                    .copy = copy,
+                    .reduce = reduce,
+                    .divide = divide,
+                    .allocate = allocate,
+                    .release = release,
+                    .wait = wait};
 
 }  // namespace
 

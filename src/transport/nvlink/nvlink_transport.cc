@@ -1,7 +1,6 @@
 #include "transport/nvlink/nvlink_transport.h"
 
 #include "base/error.h"
-#include "transport/shm/shm_transport.h"
 
 #include <cstring>
 
@@ -36,7 +35,8 @@ std::pair<std::string, std::string> split_address(const std::string& address) {
 }
 }  // namespace
 
-NvlinkTransport::NvlinkTransport(const Context& context) : context_(context) {
+NvlinkTransport::NvlinkTransport(const Context& context, std::unique_ptr<Transport> frames)
+    : context_(context), frames_(std::move(frames)) {
   mover_ = make_mover(context.rank);
   caps_.name = "nvlink";
   caps_.same_host_only = true;
@@ -45,7 +45,6 @@ NvlinkTransport::NvlinkTransport(const Context& context) : context_(context) {
   caps_.device_only = mover_->moves(MemoryKind::kCuda);
   caps_.one_sided = true;
   caps_.link = {.alpha_us = 10, .beta_ns_per_byte = 0.003, .chunk_bytes = 4 << 20};
-  frames_ = std::make_unique<shm::ShmTransport>(context.rank, context.nranks, context.job_tag + "nv", context.host_id);
   peers_.resize(static_cast<size_t>(context.nranks));
 }
 

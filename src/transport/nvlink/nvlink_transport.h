@@ -12,7 +12,8 @@
 // So a message is one copy, and no device memory is set aside per pair.
 //
 // Frames travel over a shared-memory transport of the transport's own
-// (transport/shm), which also finds peers that die or abort. The hardware
+// (given by the registry, so that no transport includes another's folder),
+// which also finds peers that die or abort. The hardware
 // is behind a Mover (mover.h): CUDA's, or an emulation for machines
 // without a GPU.
 //
@@ -37,7 +38,9 @@ struct Frame;
 
 class NvlinkTransport final : public Transport {
  public:
-  explicit NvlinkTransport(const Context& context);
+  // `frames`: a transport between the ranks of this node for the frames,
+  // used by nothing else (the registry makes it: shm).
+  NvlinkTransport(const Context& context, std::unique_ptr<Transport> frames);
   ~NvlinkTransport() override;
   using Transport::post_recv;
   using Transport::post_send;
