@@ -1,7 +1,9 @@
 // Every collective on device buffers, 1 to 4 ranks sharing the one GPU
 // (processes, as on a one-GPU machine), exact for a spread of datatypes,
 // ops, counts (0, 1, primes, many staging chunks), in place and out of
-// place; and ordering on the caller's stream. Skips without a GPU.
+// place; and ordering on the caller's stream. Both ways device buffers
+// travel: staged through host memory (shm, tcp), and in place over the
+// nvlink transport (COLL_TRANSPORTS=nvlink,shm). Skips without a GPU.
 #include "gpu/stream_kernels.h"
 #include "perf_ops.h"
 #include "support/multirank.h"
@@ -11,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,14 +60,20 @@ size_t checked(const perf::Ops& ops, perf::Case c, void* dsend, void* drecv, siz
   return ops.wrong(h);
 }
 
-class DeviceCollectives : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+// How device buffers travel: "staged" (the default transports) or "nvlink".
+std::map<std::string, std::string> path_env(const std::string& path) {
+  // 64 KiB slots: the larger counts take many chunks.
+  if (path == "staged") return {{"COLL_STAGING_CHUNK_BYTES", "65536"}};
+  return {{"COLL_TRANSPORTS", "nvlink,shm"}};
+}
+
+class DeviceCollectives : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
 
 TEST_P(DeviceCollectives, ExactForEveryDtypeOpCountInAndOutOfPlace) {
   SKIP_WITHOUT_GPU();
   const std::string name = std::get<0>(GetParam());
   const int nranks = std::get<1>(GetParam());
-  // 64 KiB slots: the larger counts take many chunks.
-  RankOptions options{.limit_s = 300, .env = {{"COLL_STAGING_CHUNK_BYTES", "65536"}}};
+  RankOptions options{.limit_s = 300, .env = path_env(std::get<2>(GetParam()))};
   run_ranks_with_comm(
       nranks,
       [&](coll_comm_t comm, int rank, int n) {
@@ -97,59 +106,70 @@ TEST_P(DeviceCollectives, ExactForEveryDtypeOpCountInAndOutOfPlace) {
       options);
 }
 
-std::vector<std::tuple<std::string, int>> cases() {
-  std::vector<std::tuple<std::string, int>> all;
-  for (const char* c : {"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall"})
-    for (int n : {1, 2, 3, 4}) all.emplace_back(c, n);
+std::vector<std::tuple<std::string, int, std::string>> cases() {
+  std::vector<std::tuple<std::string, int, std::string>> all;
+  for (const char* c : {"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall"}) {
+    for (int n : {1, 2, 3, 4}) all.emplace_back(c, n, "staged");
+    for (int n : {2, 3, 4}) all.emplace_back(c, n, "nvlink");
+  }
   return all;
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, DeviceCollectives, ::testing::ValuesIn(cases()), [](const auto& info) {
-  return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+  return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks_" + std::get<2>(info.param);
 });
 
 // A slow kernel writes the input just before the call and a kernel reads
 // the output just after it, on the caller's stream, with no host
 // synchronisation between them: the allreduce must wait for the first and
 // the second must wait for the allreduce. Three rounds on one stream.
-TEST(DeviceStream, OrderedBetweenKernelsOnTheCallersStream) {
+class DeviceStream : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceStream, OrderedBetweenKernelsOnTheCallersStream) {
   SKIP_WITHOUT_GPU();
-  run_ranks_with_comm(2, [&](coll_comm_t comm, int rank, int n) {
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    cudaStream_t stream;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-    const size_t count = 3 << 20;  // 12 MiB: three staging chunks
-    float *x = nullptr, *seen = nullptr;
-    ASSERT_EQ(cudaMalloc(&x, count * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&seen, count * 4), cudaSuccess);
-    for (int round = 0; round < 3; ++round) {
-      ASSERT_EQ(cudaMemset(x, 0, count * 4), cudaSuccess);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      // About 20 ms at 2 GHz before the writes land.
-      ASSERT_EQ(launch_slow_fill(stream, x, count, static_cast<float>(rank + round), 40'000'000LL), cudaSuccess);
-      ASSERT_EQ(coll_allreduce(x, x, count, COLL_FLOAT32, COLL_SUM, comm, stream), COLL_SUCCESS)
-          << coll_get_last_error(comm);
-      ASSERT_EQ(launch_copy_out(stream, seen, x, count), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      std::vector<float> host(count);
-      ASSERT_EQ(cudaMemcpy(host.data(), seen, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-      size_t wrong = 0;
-      for (size_t i = 0; i < count; ++i) {
-        float want = 0;
-        for (int r = 0; r < n; ++r) want += static_cast<float>(r + round) + static_cast<float>(i % 7);
-        wrong += host[i] != want;
-      }
-      ASSERT_EQ(wrong, 0u) << "round " << round;
-    }
-    coll_result_t async = COLL_SUCCESS;
-    EXPECT_EQ(coll_comm_get_async_error(comm, &async), COLL_SUCCESS);
-    EXPECT_EQ(async, COLL_SUCCESS);
-    cudaFree(x), cudaFree(seen), cudaStreamDestroy(stream);
-  });
+  RankOptions options{.limit_s = 300, .env = path_env(GetParam())};
+  run_ranks_with_comm(
+      2,
+      [&](coll_comm_t comm, int rank, int n) {
+        ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+        cudaStream_t stream;
+        ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+        const size_t count = 3 << 20;  // 12 MiB: three staging chunks
+        float *x = nullptr, *seen = nullptr;
+        ASSERT_EQ(cudaMalloc(&x, count * 4), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&seen, count * 4), cudaSuccess);
+        for (int round = 0; round < 3; ++round) {
+          ASSERT_EQ(cudaMemset(x, 0, count * 4), cudaSuccess);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          // About 20 ms at 2 GHz before the writes land.
+          ASSERT_EQ(launch_slow_fill(stream, x, count, static_cast<float>(rank + round), 40'000'000LL), cudaSuccess);
+          ASSERT_EQ(coll_allreduce(x, x, count, COLL_FLOAT32, COLL_SUM, comm, stream), COLL_SUCCESS)
+              << coll_get_last_error(comm);
+          ASSERT_EQ(launch_copy_out(stream, seen, x, count), cudaSuccess);
+          ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+          std::vector<float> host(count);
+          ASSERT_EQ(cudaMemcpy(host.data(), seen, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+          size_t wrong = 0;
+          for (size_t i = 0; i < count; ++i) {
+            float want = 0;
+            for (int r = 0; r < n; ++r) want += static_cast<float>(r + round) + static_cast<float>(i % 7);
+            wrong += host[i] != want;
+          }
+          ASSERT_EQ(wrong, 0u) << "round " << round;
+        }
+        coll_result_t async = COLL_SUCCESS;
+        EXPECT_EQ(coll_comm_get_async_error(comm, &async), COLL_SUCCESS);
+        EXPECT_EQ(async, COLL_SUCCESS);
+        cudaFree(x), cudaFree(seen), cudaStreamDestroy(stream);
+      },
+      options);
 }
 
+INSTANTIATE_TEST_SUITE_P(Gpu, DeviceStream, ::testing::Values("staged", "nvlink"),
+                         [](const auto& info) { return std::string(info.param); });
+
 // Bad input is refused at the call: mixed kinds, a stream with host buffers.
-TEST(DeviceStream, MixedKindsAndAStreamWithHostBuffersAreRefused) {
+TEST(DeviceRefusals, MixedKindsAndAStreamWithHostBuffersAreRefused) {
   SKIP_WITHOUT_GPU();
   run_ranks_with_comm(1, [&](coll_comm_t comm, int, int) {
     ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
