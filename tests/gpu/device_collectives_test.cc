@@ -4,13 +4,13 @@
 // place; and ordering on the caller's stream. Both ways device buffers
 // travel: staged through host memory (shm, tcp), and in place over the
 // nvlink transport (COLL_TRANSPORTS=nvlink,shm). Skips without a GPU.
+#include "gpu/gpu_present.h"
 #include "gpu/stream_kernels.h"
 #include "perf_ops.h"
 #include "support/multirank.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <map>
@@ -20,26 +20,6 @@
 
 namespace coll::testing {
 namespace {
-
-// Asked in a child process: CUDA initialised in the parent would not work
-// in the ranks it forks.
-bool gpu_present() {
-  static const int present = [] {
-    pid_t pid = fork();
-    if (pid == 0) {
-      int n = 0;
-      _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 1 : 0;
-  }();
-  return present == 1;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!gpu_present())      \
-  GTEST_SKIP() << "no CUDA device here: the gpu tests run on a GPU machine, through bench/gpu/device_check.sh"
 
 // One checked call, as coll_perf -G 1: host copies filled and compared.
 size_t checked(const perf::Ops& ops, perf::Case c, void* dsend, void* drecv, size_t bytes) {

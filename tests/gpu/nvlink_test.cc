@@ -4,12 +4,12 @@
 // host buffers refused. The same protocol runs everywhere in the
 // conformance suite as "nvlink_emulated"; this is what only a GPU shows.
 // Skips without a GPU.
+#include "gpu/gpu_present.h"
 #include "support/multirank.h"
 #include "support/transport_link.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -17,23 +17,6 @@
 
 namespace coll::testing {
 namespace {
-
-bool gpu_present() {  // asked in a child: CUDA in the parent would not work in forked ranks
-  static const int present = [] {
-    pid_t pid = fork();
-    if (pid == 0) {
-      int n = 0;
-      _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 1 : 0;
-  }();
-  return present == 1;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!gpu_present()) GTEST_SKIP() << "no CUDA device here: the gpu tests run on a GPU machine"
 
 uint8_t pattern(size_t i, size_t bytes, int rank) { return static_cast<uint8_t>(i * 13 + bytes + rank); }
 
@@ -93,13 +76,7 @@ TEST(Nvlink, PutsAndGetsReachRegisteredDeviceMemory) {
     const transport::Registration* mine = t.register_memory(window, window_bytes, transport::MemoryKind::kCuda);
     ASSERT_NE(mine, nullptr);
     EXPECT_EQ(t.register_memory(nullptr, 0, transport::MemoryKind::kHost), nullptr) << "host memory is not nvlink's";
-    auto deadline = Deadline::after_ms(20000);
-    link.store->set("handle/" + std::to_string(rank),
-                    std::string(reinterpret_cast<const char*>(mine->handle.bytes.data()), mine->handle.bytes.size()),
-                    deadline);
-    const std::string theirs = link.store->get("handle/" + std::to_string(peer), deadline, "the peer's handle");
-    transport::RemoteMemory remote{{}, window_bytes};
-    std::memcpy(remote.handle.bytes.data(), theirs.data(), remote.handle.bytes.size());
+    const transport::RemoteMemory remote = swap_registrations(link, rank, *mine);  // windows of one size
     // Each rank gets the peer's window, then puts 5 MiB of 0x77 into it.
     const size_t part = size_t{5} << 20;
     wait_all(t, {t.post_get(peer, device(local, window_bytes), remote, 0)});

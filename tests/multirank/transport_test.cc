@@ -254,13 +254,7 @@ TEST_P(Conformance, PutsWithNotificationAndGetsReachRegisteredMemory) {
         << "the same range is the same registration";
     t.deregister(mine);  // one count left
     EXPECT_EQ(t.register_memory(nullptr, 0, transport::MemoryKind::kCuda), nullptr) << "no device memory here";
-    auto deadline = Deadline::after_ms(20000);
-    link.store->set("handle/" + std::to_string(rank),
-                    std::string(reinterpret_cast<const char*>(mine->handle.bytes.data()), mine->handle.bytes.size()),
-                    deadline);
-    const std::string theirs = link.store->get("handle/" + std::to_string(peer), deadline, "the peer's handle");
-    transport::RemoteMemory remote{{}, window_bytes};
-    std::memcpy(remote.handle.bytes.data(), theirs.data(), remote.handle.bytes.size());
+    const transport::RemoteMemory remote = swap_registrations(link, rank, *mine);  // windows of one size
     uint64_t value = 0;
     for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{(1 << 20) + 1}}) {
       const size_t offset = bytes % 61;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,19 @@ inline Link connect_pair(int rank, const coll_unique_id_t& raw, const std::strin
   link.addresses = {link.store->get("addr/0", deadline, "rank 0"), link.store->get("addr/1", deadline, "rank 1")};
   link.transport->connect({1 - rank}, link.addresses, *link.pairs, deadline);
   return link;
+}
+
+// Swaps registrations with the peer through the store: the peer's memory,
+// as this rank's puts and gets name it.
+inline transport::RemoteMemory swap_registrations(Link& link, int rank, const transport::Registration& mine) {
+  auto deadline = Deadline::after_ms(20000);
+  link.store->set("handle/" + std::to_string(rank),
+                  std::string(reinterpret_cast<const char*>(mine.handle.bytes.data()), mine.handle.bytes.size()),
+                  deadline);
+  const std::string theirs = link.store->get("handle/" + std::to_string(1 - rank), deadline, "the peer's handle");
+  transport::RemoteMemory remote{{}, mine.bytes};
+  std::memcpy(remote.handle.bytes.data(), theirs.data(), remote.handle.bytes.size());
+  return remote;
 }
 
 // Polls until every request in `ids` completed.
