@@ -115,7 +115,7 @@ void Executor::prepare() {
   if (scratch_.size() < jobs.size()) scratch_.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j)
     if (const size_t bytes = jobs[j].plan->schedule.scratch_bytes; bytes > 0)
-      scratch_[j].get(jobs[j].kind, bytes, bytes, jobs[j].recv);
+      scratch_[j].get(jobs[j].kind, bytes, bytes, jobs[j].recv, jobs[j].stream);
   staging_.resize(kMaxStaged);             // each buffer grows when a receive first needs it (post_recv)
   if (free_slots_.size() != kMaxStaged) {  // a run that failed kept some
     free_slots_.clear();
@@ -201,7 +201,9 @@ bool Executor::post_recv(int peer, uint32_t i) {
   uint64_t& received = call_.counters->received[static_cast<size_t>(peer)];
   const uint64_t tag = make_tag(job.signature, received);
   transport::Transport& transport = *call_.transport;
-  if (s.kind == OpKind::kRecvReduce && transport.delivers_pieces_from(peer)) {
+  // Pieces come from a host transport's own memory: device buffers go
+  // elsewhere (the router's device route), whole.
+  if (s.kind == OpKind::kRecvReduce && job.kind == MemoryKind::kHost && transport.delivers_pieces_from(peer)) {
     combine_[i] = Combine{.backend = &reduce::backend_for(job.kind),
                           .stream = job.stream,
                           .dtype = job.dtype,
@@ -219,7 +221,7 @@ bool Executor::post_recv(int peer, uint32_t i) {
     slot_of_[i] = free_slots_.back();
     free_slots_.pop_back();
     // Grown on first need only: a transport that delivers pieces never stages.
-    into = staging_[slot_of_[i]].get(job.kind, s.bytes, call_.graph->max_staged_bytes, job.recv);
+    into = staging_[slot_of_[i]].get(job.kind, s.bytes, call_.graph->max_staged_bytes, job.recv, job.stream);
   } else {
     into = address(i, s.dst);
   }

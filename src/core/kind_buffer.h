@@ -21,15 +21,16 @@ class KindBuffer {
     std::swap(backend_, other.backend_);
     return *this;
   }
-  ~KindBuffer() { reset(); }
+  ~KindBuffer() { reset(nullptr); }
 
-  // At least `need` bytes of `kind`'s memory (on the device of `near`);
-  // grown to `grow_to` when it must grow. The contents are not kept.
-  std::byte* get(MemoryKind kind, size_t need, size_t grow_to, const void* near) {
+  // At least `need` bytes of `kind`'s memory (on the device of `near`,
+  // ordered on `stream`); grown to `grow_to` when it must grow. The
+  // contents are not kept.
+  std::byte* get(MemoryKind kind, size_t need, size_t grow_to, const void* near, void* stream) {
     const reduce::Backend& b = reduce::backend_for(kind);
     if (data_ != nullptr && &b == backend_ && need <= bytes_) return data_;
-    reset();
-    data_ = static_cast<std::byte*>(b.allocate(grow_to < need ? need : grow_to, near));
+    reset(stream);
+    data_ = static_cast<std::byte*>(b.allocate(grow_to < need ? need : grow_to, near, stream));
     bytes_ = grow_to < need ? need : grow_to;
     backend_ = &b;
     return data_;
@@ -37,8 +38,8 @@ class KindBuffer {
   std::byte* data() const { return data_; }
 
  private:
-  void reset() {
-    if (data_ != nullptr) backend_->release(data_);
+  void reset(void* stream) {
+    if (data_ != nullptr) backend_->release(data_, stream);
     data_ = nullptr;
     bytes_ = 0;
   }

@@ -23,7 +23,7 @@ void cpu_divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, voi
   divide(dtype, dst, count, divisor);
 }
 
-void* cpu_allocate(size_t bytes, const void*) {
+void* cpu_allocate(size_t bytes, const void*, void*) {
   void* p = nullptr;
   if (posix_memalign(&p, 64, bytes == 0 ? 64 : bytes) != 0)
     fail(Code::kSystem, "cannot allocate ", bytes, " bytes of scratch memory");
@@ -35,7 +35,7 @@ const Backend kCpu{.name = "cpu",
                    .reduce = cpu_reduce,
                    .divide = cpu_divide,
                    .allocate = cpu_allocate,
-                   .release = std::free};
+                   .release = [](void* p, void*) { std::free(p); }};
 
 }  // namespace
 

@@ -22,9 +22,12 @@ struct Backend {
                  void* stream);
   void (*divide)(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* stream);
   // Memory of this kind for the executor's scratch and staging, on the
-  // device of `near` (one of the operation's buffers); release frees it.
-  void* (*allocate)(size_t bytes, const void* near);
-  void (*release)(void* p);
+  // device of `near` (one of the operation's buffers), ordered on `stream`
+  // where the kind has streams; release frees it the same way (a null
+  // stream: at once). A device's are stream-ordered (cudaMallocAsync), as
+  // cudaFree would wait for every stream, the callers' gated ones included.
+  void* (*allocate)(size_t bytes, const void* near, void* stream);
+  void (*release)(void* p, void* stream);
   // Returns once the work queued on `stream` is done: before a transport
   // reads what a copy or reduction wrote (host: done already, null).
   void (*wait)(void* stream) = nullptr;

@@ -58,14 +58,22 @@ void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* s
   check(launch_divide(dtype, dst, count, divisor, stream), "launching the division kernel");
 }
 
-void* allocate(size_t bytes, const void* near) {
+void* allocate(size_t bytes, const void* near, void* stream) {
   ScopedDevice on(device_of(near));
   void* p = nullptr;
-  check(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "cudaMalloc (the executor's staging and scratch)");
+  auto s = static_cast<cudaStream_t>(stream);
+  check(cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, s), "cudaMallocAsync (the executor's staging and scratch)");
+  check(cudaStreamSynchronize(s), "cudaMallocAsync (the executor's staging and scratch)");  // usable by any stream now
   return p;
 }
 
-void release(void* p) { cudaFree(p); }  // errors ignored: on the way out, maybe of an error
+// Errors ignored: on the way out, maybe of an error.
+void release(void* p, void* stream) {
+  if (stream != nullptr)
+    cudaFreeAsync(p, static_cast<cudaStream_t>(stream));
+  else
+    cudaFree(p);  // the communicator's end: no operation holds a stream then
+}
 
 void wait(void* stream) {
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "waiting for a copy or reduction");

@@ -193,7 +193,7 @@ void NvlinkTransport::match(int p, const Recv& recv, const Frame& frame) {
     answer(p, frame.request, kOk, "", recv.id);
     return;
   }
-  const uint64_t copy = mover_->start(p, true, recv.buffer.data, frame.where, 0, frame.bytes);
+  const uint64_t copy = start_or_answer(p, frame.request, true, recv.buffer.data, frame.where, frame.bytes);
   copies_.push_back(Copy{copy, p, recv.id, frame.request});
 }
 
@@ -213,7 +213,7 @@ void NvlinkTransport::serve(int p, const Frame& frame) {
     if (frame.notify != 0) deliver(p, frame.value);
     return;
   }
-  const uint64_t copy = mover_->start(p, put, at, frame.where, 0, frame.bytes);
+  const uint64_t copy = start_or_answer(p, frame.request, put, at, frame.where, frame.bytes);
   copies_.push_back(Copy{copy, p, 0, frame.request, frame.notify != 0, frame.value});
 }
 
@@ -262,9 +262,31 @@ void NvlinkTransport::on_frame(int p, std::unique_ptr<Frame> frame) {
        static_cast<uint32_t>(frame->kind));
 }
 
-// Copies run in order on one stream: the oldest finishes first.
+// A copy that cannot start fails here and, by its answer, at the peer that
+// waits for it (else that one would wait out its timeout).
+uint64_t NvlinkTransport::start_or_answer(int p, uint64_t request, bool pull, void* local, const Shared& remote,
+                                          size_t bytes) {
+  try {
+    return mover_->start(p, pull, local, remote, 0, bytes);
+  } catch (const Error& e) {
+    answer(p, request, Code::kRemote, e.what());
+    throw;
+  }
+}
+
+// Copies run in order on one stream: the oldest finishes first. A failed
+// one is answered as failed, as above.
+bool NvlinkTransport::copy_done(const Copy& c) {
+  try {
+    return mover_->done(c.copy);
+  } catch (const Error& e) {
+    answer(c.peer, c.answer, Code::kRemote, e.what());
+    throw;
+  }
+}
+
 void NvlinkTransport::finish_copies() {
-  while (!copies_.empty() && mover_->done(copies_.front().copy)) {
+  while (!copies_.empty() && copy_done(copies_.front())) {
     const Copy c = copies_.front();
     copies_.pop_front();
     answer(c.peer, c.answer, kOk, "", c.complete);

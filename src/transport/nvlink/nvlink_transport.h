@@ -103,6 +103,8 @@ class NvlinkTransport final : public Transport {
   // before its answers do.
   void answer(int peer, uint64_t request, Code code, const std::string& why, RequestId then = 0);
   void deliver(int peer, uint64_t value);
+  uint64_t start_or_answer(int peer, uint64_t request, bool pull, void* local, const Shared& remote, size_t bytes);
+  bool copy_done(const Copy& copy);
   void finish_copies();
 
   Context context_;
