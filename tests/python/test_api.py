@@ -1,0 +1,136 @@
+"""The Python API around the collectives: argument errors, failures as
+coll.Error subclasses naming the rank, non-blocking overlap with the GIL
+released, split, shrink, abort, and coll.init() under collrun."""
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import coll
+
+
+def test_bad_arguments_name_the_argument(ranks):
+    def body(comm):
+        x = np.zeros(8, np.float32)
+        with pytest.raises(coll.InvalidArgument, match="send: a list has no buffer"):
+            comm.allreduce([1.0, 2.0])
+        with pytest.raises(coll.InvalidArgument, match="send: not contiguous"):
+            comm.allreduce(np.zeros((4, 4), np.float32)[:, 1])
+        with pytest.raises(coll.InvalidArgument, match="recv: dtype float64, but send is float32"):
+            comm.allreduce(x, np.zeros(8, np.float64))
+        with pytest.raises(coll.InvalidArgument, match="dtype complex64 is not one coll reduces"):
+            comm.allreduce(np.zeros(2, np.complex64))
+        with pytest.raises(coll.InvalidArgument, match="read-only"):
+            comm.allreduce(np.frombuffer(bytes(8), np.float32))
+        with pytest.raises(coll.InvalidArgument, match="op: 'mean'"):
+            comm.allreduce(x, op="mean")
+        with pytest.raises(coll.InvalidArgument) as e:
+            comm.broadcast(x, root=5)
+        assert e.value.code == 1 and "root" in str(e.value)
+        assert comm.allreduce(x, op="max") is x  # ops by name too
+
+    ranks(2, body)
+
+
+def test_ranks_that_disagree_get_invalid_usage(ranks):
+    def body(comm):
+        with pytest.raises(coll.InvalidUsage, match="rank"):
+            if comm.rank == 0:
+                comm.allreduce(np.zeros(10, np.float32))
+            else:
+                comm.allreduce(np.zeros(12, np.float32))
+
+    ranks(2, body, env={"COLL_TIMEOUT_MS": "10000"})
+
+
+def test_a_dead_rank_is_a_remote_error_naming_it(ranks):
+    def body(comm):
+        if comm.rank == 1:
+            os._exit(0)  # gone without a word
+        t = time.monotonic()
+        with pytest.raises(coll.RemoteError, match="rank 1"):
+            comm.allreduce(np.zeros(1 << 16, np.float32))
+        assert time.monotonic() - t < 10
+
+    ranks(2, body, env={"COLL_TIMEOUT_MS": "10000"})
+
+
+def test_a_silent_rank_is_a_timeout(ranks):
+    def body(comm):
+        if comm.rank == 1:
+            time.sleep(3)
+            comm.abort()
+            return
+        with pytest.raises(coll.TimeoutError, match="timed out"):
+            comm.allreduce(np.zeros(4, np.float32))
+
+    ranks(2, body, env={"COLL_TIMEOUT_MS": "1000"})
+
+
+def test_the_gil_is_released_and_requests_overlap(ranks):
+    def body(comm):
+        ticks = [0]
+        stop = threading.Event()
+
+        def count():
+            while not stop.is_set():
+                ticks[0] += 1
+
+        if comm.rank == 1:
+            time.sleep(0.5)  # rank 0 waits in a blocking barrier meanwhile
+        thread = threading.Thread(target=count)
+        thread.start()
+        comm.barrier()
+        stop.set()
+        thread.join()
+        if comm.rank == 0:
+            assert ticks[0] > 1000, f"the counting thread ran {ticks[0]} times while rank 0 waited"
+        x = np.ones(1 << 20, np.float32)
+        req = comm.allreduce(x, async_op=True)
+        busy = float(np.sum(np.sqrt(np.arange(1 << 18, dtype=np.float64))))  # work while it runs
+        req.wait()
+        assert busy > 0 and req.test()
+        np.testing.assert_array_equal(x, np.full(1 << 20, 2, np.float32))
+
+    ranks(2, body)
+
+
+def test_split_and_shrink(ranks):
+    def body(comm):
+        r = comm.rank
+        half = comm.split(r % 2, key=-r)  # evens and odds, reversed
+        assert half.size == 2 and half.rank == (1 if r < 2 else 0)
+        x = np.array([r], np.int64)
+        half.allreduce(x)
+        assert x[0] == (0 + 2 if r % 2 == 0 else 1 + 3)
+        half.destroy()
+        assert comm.split(None) is None
+        if r == 3:
+            return
+        small = comm.shrink([3])
+        assert small.size == 3 and small.rank == r
+        y = np.array([1], np.int32)
+        small.allreduce(y)
+        assert y[0] == 3
+        small.destroy()
+
+    ranks(4, body, env={"COLL_TIMEOUT_MS": "20000"})
+
+
+def test_init_from_collrun():
+    build = pathlib.Path(os.environ.get("COLL_BUILD_DIR", pathlib.Path(__file__).parents[2] / "build"))
+    collrun = build / "tools" / "collrun"
+    if not collrun.exists():
+        pytest.skip(f"{collrun} is not built")
+    script = ("import coll, os, numpy as np; c = coll.init(); x = np.full(3, c.rank + 1.0); c.allreduce(x); "
+              "os.write(1, f'{c.rank} {c.size} {x.tolist()}\\n'.encode())")  # one write: lines do not interleave
+    out = subprocess.run([str(collrun), "-n", "3", sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    lines = sorted(out.stdout.split("\n")[:-1])
+    assert lines == [f"{r} 3 [6.0, 6.0, 6.0]" for r in range(3)], out.stdout
