@@ -56,8 +56,11 @@ class EmulatedMover final : public Mover {
       ssize_t n =
           pull ? process_vm_readv(pid, &mine, 1, &theirs, 1, 0) : process_vm_writev(pid, &mine, 1, &theirs, 1, 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == ESRCH)
-        fail(Code::kRemote, "nvlink on rank ", rank_, ": rank ", peer, " (pid ", pid, ") is gone");
+      // The peer's memory is gone under the copy: it died (a process being
+      // torn down gives EFAULT before ESRCH), as a GPU peer's would.
+      if (n < 0 && (errno == ESRCH || errno == EFAULT))
+        fail(Code::kRemote, "nvlink on rank ", rank_, ": rank ", peer, " (pid ", pid, ") is gone (",
+             std::strerror(errno), " reading its memory)");
       if (n <= 0)
         fail(Code::kSystem, "nvlink (emulated) on rank ", rank_, ": ", pull ? "process_vm_readv" : "process_vm_writev",
              " from rank ", peer, " failed: ", std::strerror(errno),
