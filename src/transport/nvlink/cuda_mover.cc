@@ -147,10 +147,10 @@ class CudaMover final : public Mover {
     return s;
   }
 
-  uint64_t start(int peer, bool pull, void* local, const Shared& remote, size_t offset, size_t bytes) override {
+  uint64_t start(int peer, bool pull, void* local, const Shared& remote, size_t bytes) override {
     OnDevice on(device_);
     auto opened = open(peer, remote);
-    char* theirs = static_cast<char*>(opened->base) + remote.offset + offset;
+    char* theirs = static_cast<char*>(opened->base) + remote.offset;
     check(cudaMemcpyAsync(pull ? local : theirs, pull ? theirs : local, bytes, cudaMemcpyDefault, stream_), rank_,
           "cudaMemcpyAsync (peer to peer)");
     cudaEvent_t e = nullptr;

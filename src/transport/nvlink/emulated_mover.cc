@@ -46,8 +46,8 @@ class EmulatedMover final : public Mover {
     return s;
   }
 
-  uint64_t start(int peer, bool pull, void* local, const Shared& remote, size_t offset, size_t bytes) override {
-    char* at = reinterpret_cast<char*>(remote.allocation + remote.offset + offset);
+  uint64_t start(int peer, bool pull, void* local, const Shared& remote, size_t bytes) override {
+    char* at = reinterpret_cast<char*>(remote.allocation + remote.offset);
     size_t moved = 0;
     while (moved < bytes) {
       iovec mine{static_cast<char*>(local) + moved, bytes - moved};

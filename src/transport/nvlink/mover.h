@@ -43,10 +43,10 @@ class Mover {
   // How a peer names [data, data + bytes); kInvalidUsage, saying why, when
   // the memory cannot be shared (not device memory, a pool allocation).
   virtual Shared share(const void* data, size_t bytes) = 0;
-  // Starts a copy between `local` and `peer`'s shared memory at
-  // `offset` bytes into `remote`: from the peer when `pull`, to it
-  // otherwise. Returns an id for done().
-  virtual uint64_t start(int peer, bool pull, void* local, const Shared& remote, size_t offset, size_t bytes) = 0;
+  // Starts a copy of `bytes` between `local` and `peer`'s shared memory
+  // `remote`: from the peer when `pull`, to it otherwise. Returns an id for
+  // done().
+  virtual uint64_t start(int peer, bool pull, void* local, const Shared& remote, size_t bytes) = 0;
   // Whether copy `id` has finished; a failed copy throws.
   virtual bool done(uint64_t id) = 0;
 };

@@ -85,32 +85,40 @@ void NvlinkTransport::listen(int p) {
   inbound_[frames_->post_recv(p, q.inbound.get(), sizeof(Frame), kFrameTag)] = p;
 }
 
-RequestId NvlinkTransport::send_frame(int p, Frame& frame, const Buffer* shared, const char* what, RequestId then) {
-  if (shared != nullptr && shared->bytes > 0) {
-    if (!mover_->moves(shared->kind))
-      fail(Code::kInvalidUsage, "nvlink ", what, " on rank ", context_.rank, " to rank ", p, ": a ",
-           memory_kind_name(shared->kind), " buffer; nvlink moves device buffers only (", mover_->name(), ")");
-    frame.where = mover_->share(shared->data, shared->bytes);
-  }
+// Throws unless the mover moves buffers of that kind (a zero-byte buffer
+// moves nothing: any kind).
+void NvlinkTransport::check_kind(int p, const Buffer& buffer, const char* what) const {
+  if (buffer.bytes > 0 && !mover_->moves(buffer.kind))
+    fail(Code::kInvalidUsage, "nvlink ", what, " on rank ", context_.rank, " with rank ", p, ": a ",
+         memory_kind_name(buffer.kind), " buffer; nvlink moves device buffers only (", mover_->name(), ")");
+}
+
+void NvlinkTransport::send_frame(int p, const Frame& frame, RequestId then) {
   auto owned = std::make_unique<Frame>(frame);
   const RequestId inner = frames_->post_send(p, owned.get(), sizeof(Frame), kFrameTag);
   sending_[inner] = Sending{std::move(owned), then};
+}
+
+// A send, put or get: the frame names `local`, and the request completes
+// when the peer answers.
+RequestId NvlinkTransport::request(int p, Frame frame, const Buffer& local, const char* what) {
+  Peer& q = peer(p, what);
+  check_kind(p, local, what);
+  frame.request = ++next_;
+  frame.bytes = local.bytes;
+  if (local.bytes > 0) frame.where = mover_->share(local.data, local.bytes);
+  send_frame(p, frame);
+  ++q.awaiting;
   return frame.request;
 }
 
 RequestId NvlinkTransport::post_send(int p, const Buffer& buffer, uint64_t tag) {
-  Peer& q = peer(p, "send");
-  Frame f{.kind = FrameKind::kSend, .request = ++next_, .tag = tag, .bytes = buffer.bytes};
-  send_frame(p, f, &buffer, "send");
-  ++q.awaiting;
-  return f.request;
+  return request(p, Frame{.kind = FrameKind::kSend, .tag = tag}, buffer, "send");
 }
 
 RequestId NvlinkTransport::post_recv(int p, const Buffer& buffer, uint64_t tag) {
   Peer& q = peer(p, "receive");
-  if (buffer.bytes > 0 && !mover_->moves(buffer.kind))
-    fail(Code::kInvalidUsage, "nvlink receive on rank ", context_.rank, " from rank ", p, ": a ",
-         memory_kind_name(buffer.kind), " buffer; nvlink moves device buffers only");
+  check_kind(p, buffer, "receive");
   Recv r{++next_, buffer, tag};
   if (q.arrived.empty()) {
     q.recvs.push_back(r);
@@ -122,26 +130,26 @@ RequestId NvlinkTransport::post_recv(int p, const Buffer& buffer, uint64_t tag) 
   return r.id;
 }
 
-RequestId NvlinkTransport::post_put(int p, const Buffer& local, const RemoteMemory& remote, size_t offset,
-                                    const uint64_t* notify) {
-  Peer& q = peer(p, "put");
-  check_remote_range(caps_, context_.rank, p, true, local.bytes, offset, remote);
-  Frame f{.kind = FrameKind::kPut, .request = ++next_, .bytes = local.bytes, .offset = offset};
+// A put or a get of `remote`'s bytes at `offset` (the handle names the
+// peer's registration).
+RequestId NvlinkTransport::one_sided(int p, FrameKind kind, const Buffer& local, const RemoteMemory& remote,
+                                     size_t offset, const uint64_t* notify) {
+  const bool put = kind == FrameKind::kPut;
+  peer(p, put ? "put" : "get");
+  check_remote_range(caps_, context_.rank, p, put, local.bytes, offset, remote);
+  Frame f{.kind = kind, .offset = offset};
   std::memcpy(&f.region, remote.handle.bytes.data(), sizeof f.region);
   if (notify != nullptr) f.notify = 1, f.value = *notify;
-  send_frame(p, f, &local, "put");
-  ++q.awaiting;
-  return f.request;
+  return request(p, f, local, put ? "put" : "get");
+}
+
+RequestId NvlinkTransport::post_put(int p, const Buffer& local, const RemoteMemory& remote, size_t offset,
+                                    const uint64_t* notify) {
+  return one_sided(p, FrameKind::kPut, local, remote, offset, notify);
 }
 
 RequestId NvlinkTransport::post_get(int p, const Buffer& local, const RemoteMemory& remote, size_t offset) {
-  Peer& q = peer(p, "get");
-  check_remote_range(caps_, context_.rank, p, false, local.bytes, offset, remote);
-  Frame f{.kind = FrameKind::kGet, .request = ++next_, .bytes = local.bytes, .offset = offset};
-  std::memcpy(&f.region, remote.handle.bytes.data(), sizeof f.region);
-  send_frame(p, f, &local, "get");
-  ++q.awaiting;
-  return f.request;
+  return one_sided(p, FrameKind::kGet, local, remote, offset, nullptr);
 }
 
 RequestId NvlinkTransport::post_notification(int p, uint64_t* value) {
@@ -220,7 +228,7 @@ void NvlinkTransport::serve(int p, const Frame& frame) {
 void NvlinkTransport::answer(int p, uint64_t request, Code code, const std::string& why, RequestId then) {
   Frame f{.kind = FrameKind::kDone, .code = static_cast<int32_t>(code), .request = request};
   std::strncpy(f.why, why.c_str(), sizeof f.why - 1);
-  send_frame(p, f, nullptr, "answer", then);
+  send_frame(p, f, then);
 }
 
 void NvlinkTransport::deliver(int p, uint64_t value) {
@@ -267,7 +275,7 @@ void NvlinkTransport::on_frame(int p, std::unique_ptr<Frame> frame) {
 uint64_t NvlinkTransport::start_or_answer(int p, uint64_t request, bool pull, void* local, const Shared& remote,
                                           size_t bytes) {
   try {
-    return mover_->start(p, pull, local, remote, 0, bytes);
+    return mover_->start(p, pull, local, remote, bytes);
   } catch (const Error& e) {
     answer(p, request, Code::kRemote, e.what());
     throw;

@@ -35,6 +35,7 @@
 namespace coll::transport::nvlink {
 
 struct Frame;
+enum class FrameKind : uint32_t;
 
 class NvlinkTransport final : public Transport {
  public:
@@ -93,7 +94,11 @@ class NvlinkTransport final : public Transport {
   };
 
   Peer& peer(int rank, const char* what);
-  RequestId send_frame(int peer, Frame& frame, const Buffer* shared, const char* what, RequestId then = 0);
+  void check_kind(int peer, const Buffer& buffer, const char* what) const;
+  void send_frame(int peer, const Frame& frame, RequestId then = 0);
+  RequestId request(int peer, Frame frame, const Buffer& local, const char* what);
+  RequestId one_sided(int peer, FrameKind kind, const Buffer& local, const RemoteMemory& remote, size_t offset,
+                      const uint64_t* notify);
   void listen(int peer);
   void on_frame(int peer, std::unique_ptr<Frame> frame);
   void match(int peer, const Recv& recv, const Frame& frame);
