@@ -28,7 +28,6 @@ namespace coll::staging {
 namespace {
 
 using reduce::cuda::check;
-using reduce::cuda::ScopedDevice;
 using WaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
 class CudaStager final : public Stager {

@@ -91,19 +91,6 @@ const Backend kCuda{.name = "cuda",
 
 const Backend& backend() { return kCuda; }
 
-ScopedDevice::ScopedDevice(int device) {
-  if (device < 0) return;
-  int current = -1;
-  check(cudaGetDevice(&current), "cudaGetDevice");
-  if (current == device) return;
-  check(cudaSetDevice(device), "cudaSetDevice");
-  previous_ = current;
-}
-
-ScopedDevice::~ScopedDevice() {
-  if (previous_ >= 0) cudaSetDevice(previous_);  // errors ignored: a destructor, maybe on an error's way out
-}
-
 void check(int err, const char* what) {
   if (err == cudaSuccess) return;
   auto e = static_cast<cudaError_t>(err);

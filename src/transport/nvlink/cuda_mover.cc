@@ -9,6 +9,7 @@
 // mapping. The cache is bounded; an entry no copy uses is closed first.
 #include "transport/nvlink/mover.h"
 
+#include "base/cuda_device.h"
 #include "base/error.h"
 
 #include <cuda.h>
@@ -34,26 +35,6 @@ void check(cudaError_t err, int rank, const char* what) {
        cudaGetErrorString(err), ")");
 }
 
-// The caller's current device again on the way out: copies are issued on
-// the transport's device, from whichever thread drives the communicator.
-class OnDevice {
- public:
-  explicit OnDevice(int device) {
-    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != device)
-      cudaSetDevice(device);
-    else
-      previous_ = -1;
-  }
-  ~OnDevice() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  OnDevice(const OnDevice&) = delete;
-  OnDevice& operator=(const OnDevice&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
 template <typename Fn>
 Fn driver_entry(const char* name, int rank) {
   void* fn = nullptr;
@@ -74,19 +55,22 @@ class CudaMover final : public Mover {
     char bus[64] = {};
     check(cudaDeviceGetPCIBusId(bus, sizeof bus, device_), rank_, "cudaDeviceGetPCIBusId");
     bus_ = bus;
-    OnDevice on(device_);
+    ScopedDevice on(device_);
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), rank_, "cudaStreamCreate");
     address_range_ = driver_entry<GetAddressRange>("cuMemGetAddressRange", rank_);
     attribute_ = driver_entry<GetAttribute>("cuPointerGetAttribute", rank_);
   }
 
   ~CudaMover() override {
-    OnDevice on(device_);
-    cudaStreamSynchronize(stream_);
-    for (auto& [id, copy] : copies_) cudaEventDestroy(copy.event);
-    for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
-    for (Opened& o : opened_) cudaIpcCloseMemHandle(o.base);
-    cudaStreamDestroy(stream_);
+    try {
+      ScopedDevice on(device_);
+      cudaStreamSynchronize(stream_);
+      for (auto& [id, copy] : copies_) cudaEventDestroy(copy.event);
+      for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+      for (Opened& o : opened_) cudaIpcCloseMemHandle(o.base);
+      cudaStreamDestroy(stream_);
+    } catch (const Error&) {  // the driver is gone (process exit): nothing is left to release
+    }
   }
 
   const char* name() const override { return "cuda"; }
@@ -114,7 +98,7 @@ class CudaMover final : public Mover {
   bool moves(MemoryKind kind) const override { return kind == MemoryKind::kCuda; }
 
   Shared share(const void* data, size_t bytes) override {
-    OnDevice on(device_);
+    ScopedDevice on(device_);
     const auto ptr = reinterpret_cast<CUdeviceptr>(data);
     CUdeviceptr base = 0;
     size_t size = 0;
@@ -148,7 +132,7 @@ class CudaMover final : public Mover {
   }
 
   uint64_t start(int peer, bool pull, void* local, const Shared& remote, size_t bytes) override {
-    OnDevice on(device_);
+    ScopedDevice on(device_);
     auto opened = open(peer, remote);
     char* theirs = static_cast<char*>(opened->base) + remote.offset;
     check(cudaMemcpyAsync(pull ? local : theirs, pull ? theirs : local, bytes, cudaMemcpyDefault, stream_), rank_,
@@ -169,7 +153,7 @@ class CudaMover final : public Mover {
   bool done(uint64_t id) override {
     auto it = copies_.find(id);
     if (it == copies_.end()) return true;
-    OnDevice on(device_);
+    ScopedDevice on(device_);
     const cudaError_t err = cudaEventQuery(it->second.event);
     if (err == cudaErrorNotReady) return false;
     check(err, rank_, "a peer-to-peer copy");
