@@ -101,8 +101,8 @@ class Communicator:
         _check(getattr(lib, name)(*args), self._handle)
         return None
 
-    def _pair(self, send, recv, send_writable=False):
-        s = view(send, "send", writable=send_writable or recv is None)
+    def _pair(self, send, recv):
+        s = view(send, "send", writable=recv is None)
         r = view(recv, "recv") if recv is not None else s
         same_type(s, r)
         return s, r

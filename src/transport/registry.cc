@@ -43,8 +43,7 @@ const std::vector<Entry>& registered() {
          return std::make_unique<shm::ShmTransport>(c.rank, c.nranks, c.job_tag, c.host_id);
        },
        [](size_t bytes, const char* name) { return shm::allocate_region(bytes, name); }, &shm::free_region},
-      // Only where named: it touches the GPU as it starts, and the core
-      // stages device buffers through host memory for now.
+      // Only where named: it touches the GPU as it starts.
       {"nvlink", "device buffers between the GPUs of one node (CUDA IPC, copy engine), or ranks sharing one GPU",
        [](const Context& c) -> std::unique_ptr<Transport> {
          const std::string why = nvlink::unavailable();
