@@ -1,7 +1,9 @@
 """A PEP 517 build backend of our own, so that `pip install ./python` needs
 no package index (setuptools would be fetched from one, and the one in a
 fresh virtual environment cannot build wheels by itself): the wheel is the
-coll/ folder and its metadata, pure Python."""
+coll/ folder and its metadata, with coll.h and, where the checkout has
+been built (make build; or COLL_BUILD_DIR names the build folder), that
+libcoll, so that the installed package finds its library by itself."""
 import base64
 import hashlib
 import pathlib
@@ -17,11 +19,25 @@ Summary: coll collective communication from Python: NumPy, buffers, torch tensor
 Requires-Python: >=3.9
 Requires-Dist: numpy
 """
-WHEEL = f"""Wheel-Version: 1.0
+
+
+def _wheel_info(platform):
+    pure = platform == "any"
+    return f"""Wheel-Version: 1.0
 Generator: coll build_backend
-Root-Is-Purelib: true
-Tag: py3-none-any
+Root-Is-Purelib: {"true" if pure else "false"}
+Tag: py3-none-{platform}
 """
+
+
+def _built_library():
+    import os
+    import sysconfig
+
+    build = pathlib.Path(os.environ.get("COLL_BUILD_DIR") or HERE.parent / "build")
+    lib = build / "src" / "libcoll.so.0"
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return (lib, platform) if lib.exists() else (None, "any")
 
 
 def _files():
@@ -42,12 +58,19 @@ def get_requires_for_build_sdist(config_settings=None):
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    wheel = f"{NAME}-{VERSION}-py3-none-any.whl"
+    library, platform = _built_library()
+    wheel = f"{NAME}-{VERSION}-py3-none-{platform}.whl"
     info = f"{NAME}-{VERSION}.dist-info"
     records = []
     with zipfile.ZipFile(pathlib.Path(wheel_directory) / wheel, "w", zipfile.ZIP_DEFLATED) as z:
         entries = [(p.relative_to(HERE).as_posix(), p.read_bytes()) for p in _files()]
-        entries += [(f"{info}/METADATA", METADATA.encode()), (f"{info}/WHEEL", WHEEL.encode())]
+        # coll.h, for coll.torch's extension, which compiles against it on first import.
+        header = HERE.parent / "include" / "coll" / "coll.h"
+        if header.exists():
+            entries.append((f"{NAME}/include/coll/coll.h", header.read_bytes()))
+        if library:
+            entries.append((f"{NAME}/libcoll.so.0", library.read_bytes()))
+        entries += [(f"{info}/METADATA", METADATA.encode()), (f"{info}/WHEEL", _wheel_info(platform).encode())]
         for name, data in entries:
             z.writestr(name, data)
             records.append(_record_line(name, data))

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The Python environment of the Python tests: a virtual environment at
-# BUILD/pyenv with numpy, ml_dtypes (NumPy's bfloat16) and pytest, and with
+# BUILD/pyenv with numpy, ml_dtypes (NumPy's bfloat16), pytest and mpi4py
+# (its wheel loads the system's libmpi: Open MPI here), and with
 # --torch also PyTorch (the CUDA build from PyPI, about 5 GB, which runs on
-# CPU). Made once, reused while what it needs imports.
+# CPU) and ninja, which builds its extensions. Made once, reused while what it needs imports.
 #   scripts/python-env.sh [BUILD] [--torch]   -> prints the environment's python
 set -euo pipefail
 build=${1:-build}
-want=(numpy ml_dtypes pytest)
-[ "${2:-}" = --torch ] && want+=(torch)
+want=(numpy ml_dtypes pytest mpi4py)
+[ "${2:-}" = --torch ] && want+=(torch ninja)  # ninja: torch.utils.cpp_extension builds with it
 env="$build/pyenv"
 py="$env/bin/python"
 modules=$(IFS=,; echo "${want[*]}")

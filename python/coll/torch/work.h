@@ -1,0 +1,113 @@
+// The pieces of the torch backend that are not the backend: coll's
+// datatype and op for a tensor and a ReduceOp, the tensor checks, and the
+// Work that an operation returns, whose future completes once coll's
+// requests are done.
+#pragma once
+
+#include <torch/extension.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <coll/coll.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace coll_torch {
+
+inline coll_datatype_t dtype_of(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kChar:
+      return COLL_INT8;
+    case at::kByte:
+      return COLL_UINT8;
+    case at::kInt:
+      return COLL_INT32;
+    case at::kUInt32:
+      return COLL_UINT32;
+    case at::kLong:
+      return COLL_INT64;
+    case at::kUInt64:
+      return COLL_UINT64;
+    case at::kHalf:
+      return COLL_FLOAT16;
+    case at::kBFloat16:
+      return COLL_BFLOAT16;
+    case at::kFloat:
+      return COLL_FLOAT32;
+    case at::kDouble:
+      return COLL_FLOAT64;
+    default:
+      TORCH_CHECK(
+          false, "coll: tensors of ", t.scalar_type(),
+          " are not supported (int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, float32, float64)");
+  }
+}
+
+inline coll_redop_t op_of(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return COLL_SUM;
+    case c10d::ReduceOp::AVG:
+      return COLL_AVG;
+    case c10d::ReduceOp::PRODUCT:
+      return COLL_PROD;
+    case c10d::ReduceOp::MIN:
+      return COLL_MIN;
+    case c10d::ReduceOp::MAX:
+      return COLL_MAX;
+    default:
+      TORCH_CHECK(false, "coll: reduce op ", static_cast<int>(op.op_),
+                  " is not supported (SUM, AVG, PRODUCT, MIN, MAX)");
+  }
+}
+
+inline void check_tensor(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(t.device().is_cpu(), "coll: ", what, " is on ", t.device(),
+              "; this backend is registered for CPU tensors");
+  TORCH_CHECK(t.is_contiguous(), "coll: ", what, " is not contiguous");
+}
+
+// One operation: coll's requests, then what to do once they are done
+// (copy a flattened result back), then its future completes.
+class CollWork : public c10d::Work {
+ public:
+  CollWork(c10d::OpType type, std::vector<at::Tensor> outputs)
+      : c10d::Work(-1, type),
+        outputs_(std::move(outputs)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+  bool isCompleted() override { return future_->completed(); }
+  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+  std::exception_ptr exception() const override { return future_->hasError() ? future_->exception_ptr() : nullptr; }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  bool wait(std::chrono::milliseconds /*timeout: coll's own bounds every wait*/) override {
+    future_->wait();
+    if (future_->hasError()) std::rethrow_exception(future_->exception_ptr());
+    return true;
+  }
+  void synchronize() override {}
+
+  std::vector<coll_request_t> requests;
+  std::function<void()> then;  // on the waiter thread, before the future completes
+
+  void finish(coll_result_t result, const std::string& message) {
+    if (result != COLL_SUCCESS) {
+      try {
+        C10_THROW_ERROR(DistBackendError, "coll: " + message);
+      } catch (...) {
+        future_->setError(std::current_exception());
+      }
+      return;
+    }
+    if (then) then();
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace coll_torch
