@@ -12,6 +12,11 @@
 // Each rank gets the variables coll_comm_init_from_env() reads (COLL_RANK,
 // COLL_NRANKS, COLL_LOCAL_RANK, COLL_LOCAL_SIZE, COLL_ROOT_ADDR,
 // COLL_JOB_SECRET); rank 0 hosts the bootstrap store at COLL_ROOT_ADDR.
+// It also sets the variables torchrun sets (RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), so that a PyTorch program's
+// init_process_group(init_method="env://") runs under collrun unchanged;
+// MASTER_PORT is a port found free on rank 0's host, which torch's store
+// binds afresh (torch cannot inherit a bound socket, as coll's store does).
 // collrun returns the first non-zero exit status (128+signal for a rank
 // killed by a signal). When a rank fails, the others get a grace period to
 // finish (they will usually see the failure themselves), then SIGTERM, then
@@ -44,6 +49,14 @@ struct Options {
   double grace_s = 5.0;
   std::vector<char*> argv;
 };
+
+// A port no one listens on now: torch's store (MASTER_PORT) will bind it.
+int free_port() {
+  coll::net::SockAddr bound;
+  coll::net::Fd probe =
+      coll::net::listen_on(coll::net::SockAddr::parse("127.0.0.1:0", "loopback"), &bound, "collrun MASTER_PORT");
+  return bound.port();
+}
 
 void usage(FILE* out) {
   std::fprintf(out,
@@ -189,6 +202,8 @@ int main(int argc, char** argv) {
     store_listener.reset();
   }
   std::string secret = coll::auth::to_hex(coll::auth::random_secret());
+  std::string master_addr = nodes.empty() ? "127.0.0.1" : nodes[static_cast<size_t>(node_of[0])].ip;
+  std::string master_port = std::to_string(free_port());
   const char* ifname = std::getenv("COLL_SOCKET_IFNAME");
 
   signal(SIGINT, on_signal);
@@ -229,6 +244,12 @@ int main(int argc, char** argv) {
         setenv("COLL_ROOT_LISTEN_FD", std::to_string(kept).c_str(), 1);
       }
       setenv("COLL_JOB_SECRET", secret.c_str(), 1);
+      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(opt.nranks).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(local_rank[static_cast<size_t>(r)]).c_str(), 1);
+      setenv("LOCAL_WORLD_SIZE", std::to_string(local_size[static_cast<size_t>(node)]).c_str(), 1);
+      setenv("MASTER_ADDR", master_addr.c_str(), 1);
+      setenv("MASTER_PORT", master_port.c_str(), 1);
       if (!nodes.empty()) {
         try {
           coll::bootstrap::enter_emulated_node(nodes[static_cast<size_t>(node)]);

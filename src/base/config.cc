@@ -27,7 +27,8 @@ const std::vector<Setting>& settings() {
       {"COLL_ALGO", "string", "", "",
        "algorithm override: one name for all collectives ('ring') or 'allreduce:tree;broadcast:ring'"},
       {"COLL_TUNING_FILE", "string", "", "",
-       "alpha-beta-gamma parameters per link class, named as its transport ('tcp.alpha_us = 25' lines), for the selector"},
+       "alpha-beta-gamma parameters per link class, named as its transport ('tcp.alpha_us = 25' lines), for the "
+       "selector"},
       {"COLL_CHUNK_BYTES", "int", "", "bytes",
        "pipelining chunk: transfers and reductions overlap at this granularity; unset: the link class's "
        "(128K shm, 512K tcp; COLL_TUNING_FILE chunk_bytes)"},
@@ -83,7 +84,8 @@ const std::vector<Setting>& settings() {
       {"COLL_IB_TIMEOUT", "int", "20", "",
        "ib: the queue pair's local ACK timeout exponent: each retry waits 4.096 us * 2^value (20: 4.3 s); with "
        "COLL_IB_RETRY_CNT a dead peer is found after about (retries + 1) such waits"},
-      {"COLL_IB_RETRY_CNT", "int", "7", "", "ib: how often the queue pair retries a send that is not acknowledged (0-7)"},
+      {"COLL_IB_RETRY_CNT", "int", "7", "",
+       "ib: how often the queue pair retries a send that is not acknowledged (0-7)"},
       {"COLL_IB_GID_INDEX", "int", "-1", "",
        "roce: the GID table entry to use; unset (-1): chosen automatically (RoCE v2, COLL_IB_ADDR_FAMILY, "
        "COLL_IB_ADDR_RANGE, never link-local)"},
@@ -114,6 +116,13 @@ const std::vector<Setting>& settings() {
       {"COLL_ROOT_LISTEN_FD", "int", "-1", "",
        "set by collrun in rank 0: the store's listening socket, already bound, inherited (no port race)"},
       {"COLL_JOB_SECRET", "string", "", "", "32 hex digits shared by all ranks; every connection proves it knows them"},
+      {"COLL_LIBRARY", "string", "", "",
+       "read by the Python package (import coll): the path of the libcoll it loads (docs/PYTHON.md)"},
+      {"COLL_INCLUDE", "string", "", "",
+       "read by coll.torch: the folder holding coll/coll.h that its extension is compiled against"},
+      {"COLL_TORCH_VERBOSE", "bool", "0", "",
+       "read by coll.torch: 1 shows the compiler's output as its extension builds"},
+      {"COLL_BUILD_DIR", "string", "", "", "read by the Python tests: the build folder whose tools they run"},
   };
   return table;
 }
