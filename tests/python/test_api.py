@@ -3,6 +3,7 @@ coll.Error subclasses naming the rank, non-blocking overlap with the GIL
 released, split, shrink, abort, and coll.init() under collrun."""
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import threading
@@ -134,3 +135,19 @@ def test_init_from_collrun():
     assert out.returncode == 0, out.stderr
     lines = sorted(out.stdout.split("\n")[:-1])
     assert lines == [f"{r} 3 [6.0, 6.0, 6.0]" for r in range(3)], out.stdout
+
+
+def test_from_mpi4py():
+    """A coll communicator of MPI.COMM_WORLD's ranks, in its order, under mpirun."""
+    pytest.importorskip("mpi4py")
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("mpirun is not installed")
+    script = ("from mpi4py import MPI; import coll, os, numpy as np; c = coll.from_mpi4py(MPI.COMM_WORLD); "
+              "x = np.full(2, 10 ** c.rank, np.int64); c.allreduce(x); "
+              "os.write(1, f'{c.rank} {MPI.COMM_WORLD.rank} {c.size} {x.tolist()}\\n'.encode())")
+    out = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3", sys.executable, "-c", script],
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    lines = sorted(line for line in out.stdout.split("\n") if line)
+    assert lines == [f"{r} {r} 3 [111, 111]" for r in range(3)], out.stdout
