@@ -11,6 +11,12 @@ for r in 0 1 2; do
   grep -qxF "[$r] r=$r n=3 l=$r/3 root=127.0.0.1 secret=32" <<<"$out" || fail "rank $r line missing in: $out"
 done
 
+echo "== and torchrun's, so that torch's env:// runs under collrun"
+out=$("$collrun" -n 2 --tag-output -- sh -c 'echo "$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR ${MASTER_PORT:-none}"')
+port=$(sed -n 's/^\[0\] 0 2 0 2 127.0.0.1 \([0-9][0-9]*\)$/\1/p' <<<"$out")
+[ -n "$port" ] || fail "rank 0's torchrun variables are wrong: $out"
+grep -qxF "[1] 1 2 1 2 127.0.0.1 $port" <<<"$out" || fail "rank 1's torchrun variables are wrong: $out"
+
 echo "== the store's port is held for rank 0 from the start, so no other process can take it"
 out=$("$collrun" -n 2 --tag-output -- sh -c '[ "$COLL_RANK" = 0 ] || exit 0
   [ -n "${COLL_ROOT_LISTEN_FD:-}" ] && [ -e "/proc/$$/fd/$COLL_ROOT_LISTEN_FD" ] || { echo "no inherited listener"; exit 1; }
