@@ -16,6 +16,7 @@ packages=(
   libibverbs-dev                # the verbs headers (COLL_WITH_IB); libibverbs is loaded at run time
   rdma-core ibverbs-providers   # the verbs user space the ib tests run on (tests/rxe)
   gnuplot-nox                   # scripts/compare.sh's plots
+  nlohmann-json3-dev            # the simulator's cluster files (JSON)
   "$@"
 )
 

@@ -1,0 +1,174 @@
+#include "sim/cluster.h"
+
+#include "base/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace coll::sim {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Reader {
+  const std::string& origin;
+
+  const Json& field(const Json& j, const char* name, const char* where) const {
+    if (!j.is_object() || !j.contains(name))
+      fail(Code::kInvalidArgument, origin, ": ", where, " has no \"", name, "\"");
+    return j.at(name);
+  }
+  double number(const Json& j, const char* name, const char* where, double min_value) const {
+    const Json& v = field(j, name, where);
+    if (!v.is_number() || v.get<double>() < min_value)
+      fail(Code::kInvalidArgument, origin, ": ", where, ".", name, " is ", v.dump(), "; a number of at least ",
+           min_value, " is expected");
+    return v.get<double>();
+  }
+  double number_or(const Json& j, const char* name, const char* where, double min_value, double fallback) const {
+    return j.is_object() && j.contains(name) ? number(j, name, where, min_value) : fallback;
+  }
+  int integer(const Json& j, const char* name, const char* where, int min_value) const {
+    const Json& v = field(j, name, where);
+    if (!v.is_number_integer() || v.get<long long>() < min_value || v.get<long long>() > (1 << 30))
+      fail(Code::kInvalidArgument, origin, ": ", where, ".", name, " is ", v.dump(), "; an integer of at least ",
+           min_value, " is expected");
+    return v.get<int>();
+  }
+};
+
+constexpr double kGbit = 1e9 / 8;  // bytes per second in a Gbit/s
+
+// One level of switch groups: what each group holds, and its links up.
+struct Level {
+  int members = 0;  // NIC ports per leaf (level 0), groups of the level below (above it)
+  double oversubscription = 1;
+  double uplink_bytes_per_s = 0;  // set: the group's links up have this capacity (islands)
+};
+
+}  // namespace
+
+Cluster parse_cluster(const std::string& text, const std::string& origin, int ranks) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    fail(Code::kInvalidArgument, origin, ": not JSON: ", e.what());
+  }
+  const Reader in{origin};
+  Cluster c;
+  c.name = j.is_object() && j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : origin;
+  c.nodes = in.integer(j, "nodes", "the cluster", 1);
+  const Json& node = in.field(j, "node", "the cluster");
+  c.gpus_per_node = in.integer(node, "gpus", "node", 1);
+  c.nics_per_node = in.integer(node, "nics", "node", 1);
+  c.gpu_link_bytes_per_s = in.number(node, "gpu_link_gbps", "node", 1e-9) * kGbit;
+  c.nic_bytes_per_s = in.number(j, "nic_gbps", "the cluster", 1e-9) * kGbit;
+  const Json lat = j.contains("latency_us") ? j["latency_us"] : Json::object();
+  const double gpu_latency = in.number_or(lat, "gpu_link", "latency_us", 0, 0.5) * 1e-6;
+  const double hop_latency = in.number_or(lat, "hop", "latency_us", 0, 1.0) * 1e-6;
+  const Json costs = j.contains("costs") ? j["costs"] : Json::object();
+  c.costs.alpha_s = in.number_or(costs, "alpha_us", "costs", 0, 2.0) * 1e-6;
+  c.costs.gamma_s_per_byte = in.number_or(costs, "gamma_ns_per_byte", "costs", 0, 0.001) * 1e-9;
+  c.costs.copy_s_per_byte = in.number_or(costs, "copy_ns_per_byte", "costs", 0, 0.0005) * 1e-9;
+  c.chunk_bytes = static_cast<size_t>(in.number_or(j, "chunk_bytes", "the cluster", 1, 512 << 10));
+  const Json& net = in.field(j, "network", "the cluster");
+  const bool rails = net.contains("rail_optimized") && net["rail_optimized"].is_boolean() && net["rail_optimized"];
+  std::vector<Level> levels;
+  const Json& lv = in.field(net, "levels", "network");
+  if (!lv.is_array() || lv.empty())
+    fail(Code::kInvalidArgument, origin, ": network.levels must be a list of switch levels, leaves first");
+  for (size_t l = 0; l < lv.size(); ++l) {
+    const std::string where = "network.levels[" + std::to_string(l) + "]";
+    Level level;
+    level.members = in.integer(lv[l], l == 0 ? "ports" : "groups", where.c_str(), 1);
+    level.oversubscription = in.number_or(lv[l], "oversubscription", where.c_str(), 1, 1);
+    level.uplink_bytes_per_s = in.number_or(lv[l], "uplink_gbps", where.c_str(), 1e-9, 0) * kGbit;
+    levels.push_back(level);
+  }
+  const int total = c.nodes * c.gpus_per_node;
+  if (ranks < 0 || ranks > total)
+    fail(Code::kInvalidArgument, origin, ": ", ranks, " ranks asked for; the cluster has ", total, " GPUs");
+  const int nranks = ranks == 0 ? total : ranks;
+  const int used_nodes = (nranks + c.gpus_per_node - 1) / c.gpus_per_node;
+
+  // The switch groups each NIC port is in, level by level.
+  Fabric& f = c.fabric;
+  const int nics = c.nics_per_node;
+  // Every node's, not only the used ones': a switch's uplinks are there for all its ports.
+  std::vector<std::vector<int>> group_of(static_cast<size_t>(c.nodes) * static_cast<size_t>(nics));
+  std::vector<int> groups_at(levels.size(), 0);
+  for (int n = 0; n < c.nodes; ++n)
+    for (int i = 0; i < nics; ++i) {
+      // Rail-optimised: the leaves of a block of nodes are one per rail.
+      int g = rails ? (n / levels[0].members) * nics + i : (n * nics + i) / levels[0].members;
+      auto& groups = group_of[static_cast<size_t>(n * nics + i)];
+      for (size_t l = 0; l < levels.size(); ++l) {
+        if (l > 0) g /= levels[l].members;
+        groups.push_back(g);
+        groups_at[l] = std::max(groups_at[l], g + 1);
+      }
+    }
+  // Each group's capacity down is what its members bring; up, that over its oversubscription.
+  std::vector<std::vector<double>> down(levels.size()), up(levels.size());
+  std::vector<std::vector<int>> up_link(levels.size()), down_link(levels.size());
+  for (size_t l = 0; l < levels.size(); ++l) down[l].assign(static_cast<size_t>(groups_at[l]), 0);
+  for (const auto& groups : group_of) down[0][static_cast<size_t>(groups[0])] += c.nic_bytes_per_s;
+  const char* names[] = {"leaf", "pod", "plane", "level3", "level4"};
+  for (size_t l = 0; l < levels.size(); ++l) {
+    up[l].resize(down[l].size());
+    for (size_t g = 0; g < down[l].size(); ++g) {
+      up[l][g] =
+          levels[l].uplink_bytes_per_s > 0 ? levels[l].uplink_bytes_per_s : down[l][g] / levels[l].oversubscription;
+      const std::string name = std::string(l < 5 ? names[l] : "level") + std::to_string(g);
+      up_link[l].push_back(f.add_link(name + ".up", up[l][g], hop_latency));
+      down_link[l].push_back(f.add_link(name + ".down", up[l][g], hop_latency));
+    }
+    if (l + 1 < levels.size()) {
+      std::vector<bool> counted(down[l].size(), false);
+      for (const auto& groups : group_of)
+        if (!counted[static_cast<size_t>(groups[l])]) {
+          counted[static_cast<size_t>(groups[l])] = true;
+          down[l + 1][static_cast<size_t>(groups[l + 1])] += up[l][static_cast<size_t>(groups[l])];
+        }
+    }
+  }
+  std::vector<int> nic_up, nic_down;
+  for (int n = 0; n < used_nodes; ++n)
+    for (int i = 0; i < nics; ++i) {
+      const std::string name = "node" + std::to_string(n) + ".nic" + std::to_string(i);
+      nic_up.push_back(f.add_link(name + ".up", c.nic_bytes_per_s, hop_latency));
+      nic_down.push_back(f.add_link(name + ".down", c.nic_bytes_per_s, hop_latency));
+    }
+  for (int r = 0; r < nranks; ++r) {
+    const int n = r / c.gpus_per_node, g = r % c.gpus_per_node;
+    const int port = n * nics + g * nics / c.gpus_per_node;  // GPUs share the NICs evenly, in order
+    Fabric::Place place;
+    place.node = n;
+    const std::string name = "node" + std::to_string(n) + ".gpu" + std::to_string(g);
+    place.gpu_up = f.add_link(name + ".up", c.gpu_link_bytes_per_s, gpu_latency);
+    place.gpu_down = f.add_link(name + ".down", c.gpu_link_bytes_per_s, gpu_latency);
+    place.nic_up = nic_up[static_cast<size_t>(port)];
+    place.nic_down = nic_down[static_cast<size_t>(port)];
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const int grp = group_of[static_cast<size_t>(port)][l];
+      place.group.push_back(grp);
+      place.group_up.push_back(up_link[l][static_cast<size_t>(grp)]);
+      place.group_down.push_back(down_link[l][static_cast<size_t>(grp)]);
+    }
+    f.add_rank(std::move(place));
+  }
+  return c;
+}
+
+Cluster load_cluster(const std::string& path, int ranks) {
+  std::ifstream file(path);
+  if (!file) fail(Code::kInvalidArgument, "cluster file ", path, " cannot be read");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parse_cluster(text.str(), path, ranks);
+}
+
+}  // namespace coll::sim

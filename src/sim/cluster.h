@@ -1,0 +1,33 @@
+// A cluster description (JSON; examples/clusters/, docs/SIMULATION.md) and
+// the Fabric it makes: nodes of GPUs on a switch of their own (NVLink),
+// each GPU's traffic between nodes through a NIC, the NICs on leaf switches
+// (by node, or rail-optimised: NIC i of every node on the leaves of rail i),
+// and levels of switch groups above, each with its oversubscription.
+#pragma once
+
+#include "sim/fabric.h"
+
+#include <cstddef>
+#include <string>
+
+namespace coll::sim {
+
+struct Cluster {
+  std::string name;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  int nics_per_node = 0;
+  double gpu_link_bytes_per_s = 0;  // each GPU to its node's switch, each way
+  double nic_bytes_per_s = 0;
+  size_t chunk_bytes = 512 << 10;  // the algorithms' pipelining unit
+  Costs costs;
+  Fabric fabric;
+};
+
+// Parses `text` (the file's contents; `origin` names it in errors) into a
+// cluster of its first `ranks` GPUs (0: all). A missing or wrong field is
+// kInvalidArgument naming the field and what is expected.
+Cluster parse_cluster(const std::string& text, const std::string& origin, int ranks = 0);
+Cluster load_cluster(const std::string& path, int ranks = 0);
+
+}  // namespace coll::sim

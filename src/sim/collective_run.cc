@@ -1,0 +1,99 @@
+#include "sim/collective_run.h"
+
+#include "algorithms/select.h"
+#include "base/error.h"
+#include "topology/nodes.h"
+
+namespace coll::sim {
+namespace {
+
+using algo::Collective;
+
+// Elements per rank's call, from nccl-tests' size.
+size_t count_of(Collective c, size_t bytes, size_t elem, int n) {
+  const size_t total = bytes / elem;
+  switch (c) {
+    case Collective::kAllgather:
+    case Collective::kReduceScatter:
+    case Collective::kAlltoall:
+      return total / static_cast<size_t>(n);
+    default:
+      return total;
+  }
+}
+
+}  // namespace
+
+algo::CostModel cost_model_of(const Cluster& c) {
+  algo::CostModel m;
+  const double hop = c.fabric.num_links() > 0 ? c.fabric.link(c.fabric.place(0).nic_up).latency_s : 0;
+  algo::LinkModel net;
+  // A message between nodes crosses, at the farthest, the NICs and every switch level twice.
+  const size_t levels = c.fabric.place(0).group.size();
+  net.alpha_us = (c.costs.alpha_s + hop * static_cast<double>(2 + 2 * levels)) * 1e6;
+  net.beta_ns_per_byte = 1e9 / c.nic_bytes_per_s;
+  net.gamma_ns_per_byte = c.costs.gamma_s_per_byte * 1e9;
+  net.chunk_bytes = static_cast<double>(c.chunk_bytes);
+  algo::LinkModel gpu = net;
+  const double gpu_latency = c.fabric.link(c.fabric.place(0).gpu_up).latency_s;
+  gpu.alpha_us = (c.costs.alpha_s + 2 * gpu_latency) * 1e6;
+  gpu.beta_ns_per_byte = 1e9 / c.gpu_link_bytes_per_s;
+  gpu.one_node = true;
+  m.links["net"] = net;
+  m.links["gpu"] = gpu;
+  return m;
+}
+
+double bus_factor(Collective c, int n) {
+  const double nd = n;
+  switch (c) {
+    case Collective::kAllreduce:
+      return 2 * (nd - 1) / nd;
+    case Collective::kAllgather:
+    case Collective::kReduceScatter:
+    case Collective::kAlltoall:
+      return (nd - 1) / nd;
+    default:
+      return 1;
+  }
+}
+
+Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline) {
+  const Fabric& f = cluster.fabric;
+  const int n = f.nranks();
+  std::vector<std::string> hosts;
+  for (int r = 0; r < n; ++r) hosts.push_back("node" + std::to_string(f.place(r).node));
+  const std::vector<std::vector<int>> nodes = ranks_by_node(hosts);
+  algo::CollShape shape;
+  shape.collective = run.collective;
+  shape.nranks = n;
+  shape.elem_size = run.elem_size;
+  shape.count = count_of(run.collective, run.bytes, run.elem_size, n);
+  shape.chunk_bytes = cluster.chunk_bytes;
+  shape.ring_order = ring_by_node(nodes);
+  shape.spread_order = spread_over_nodes(nodes);
+  if (nodes.size() > 1)
+    for (int r = 0; r < n; ++r) shape.node_of.push_back(f.place(r).node);
+  const algo::CostModel model = cost_model_of(cluster);
+  shape.node_link = model.link("gpu");
+  algo::Selector selector("", model);
+  selector.set_link_class(nodes.size() > 1 ? "net" : "gpu");
+  Prediction p;
+  p.auto_choice = selector.choose(shape).name;
+  p.algorithm = run.algorithm.empty() || run.algorithm == "auto" ? p.auto_choice : run.algorithm;
+  const algo::Algorithm& a = algo::find_algorithm(run.collective, p.algorithm);
+  std::vector<algo::Schedule> schedules;
+  schedules.reserve(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    shape.rank = r;
+    schedules.push_back(algo::build_schedule(a, shape));
+  }
+  p.result = simulate(schedules, f, cluster.costs, timeline);
+  if (p.result.seconds > 0) {
+    p.algbw_bytes_per_s = static_cast<double>(run.bytes) / p.result.seconds;
+    p.busbw_bytes_per_s = p.algbw_bytes_per_s * bus_factor(run.collective, n);
+  }
+  return p;
+}
+
+}  // namespace coll::sim

@@ -1,0 +1,42 @@
+// One collective on a cluster, as a communicator of the cluster's ranks
+// would run it: the ranks ordered by node as coll orders them, the
+// algorithm named or the one coll's selector picks from the cost model
+// (the network's link as its slowest class, the GPU link inside a node),
+// each rank's schedule built by coll's algorithms, then simulated.
+#pragma once
+
+#include "algorithms/collective.h"
+#include "sim/cluster.h"
+#include "sim/engine.h"
+
+#include <string>
+#include <vector>
+
+namespace coll::sim {
+
+struct CollectiveRun {
+  algo::Collective collective = algo::Collective::kAllreduce;
+  size_t bytes = 0;  // nccl-tests' size: the vector (allreduce, broadcast, reduce), the whole output
+                     // (allgather), the whole input (reduce_scatter), each rank's buffer (alltoall)
+  size_t elem_size = 4;
+  std::string algorithm;  // empty or "auto": the selector's choice
+};
+
+struct Prediction {
+  std::string algorithm;    // what ran
+  std::string auto_choice;  // what coll's selector would pick
+  Result result;
+  double algbw_bytes_per_s = 0;
+  double busbw_bytes_per_s = 0;  // nccl-tests' definition
+};
+
+// The cost model the selector prices the cluster with: "net" (a message
+// between nodes: alpha plus the NIC's rate) and "gpu" (inside a node).
+algo::CostModel cost_model_of(const Cluster& cluster);
+
+// nccl-tests' bus bandwidth factor of a collective on n ranks.
+double bus_factor(algo::Collective c, int n);
+
+Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline = nullptr);
+
+}  // namespace coll::sim

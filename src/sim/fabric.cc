@@ -1,0 +1,32 @@
+#include "sim/fabric.h"
+
+#include "base/error.h"
+
+namespace coll::sim {
+
+int Fabric::add_link(std::string name, double bytes_per_s, double latency_s) {
+  links_.push_back(Link{std::move(name), bytes_per_s, latency_s});
+  return static_cast<int>(links_.size()) - 1;
+}
+
+std::vector<int> Fabric::route(int a, int b) const {
+  const Place& from = place(a);
+  const Place& to = place(b);
+  if (from.node == to.node) return {from.gpu_up, to.gpu_down};
+  std::vector<int> path{from.nic_up};
+  // Climb until one group holds both ends (the top level holds everyone).
+  size_t level = 0;
+  while (level < from.group.size() && from.group[level] != to.group[level]) ++level;
+  for (size_t l = 0; l < level; ++l) path.push_back(from.group_up[l]);
+  for (size_t l = level; l-- > 0;) path.push_back(to.group_down[l]);
+  path.push_back(to.nic_down);
+  return path;
+}
+
+double Fabric::latency(const std::vector<int>& route) const {
+  double s = 0;
+  for (int id : route) s += link(id).latency_s;
+  return s;
+}
+
+}  // namespace coll::sim

@@ -1,0 +1,60 @@
+// The cluster as the simulator sees it: links with a capacity and a
+// latency, the ranks on them, and the path of links between two ranks.
+// One link per direction of a cable or of an aggregate of cables: a leaf
+// switch's uplinks are one link of their summed capacity (ECMP taken as
+// perfectly balanced: docs/SIMULATION.md says what that leaves out).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coll::sim {
+
+// What the ends of a message cost, besides the wire.
+struct Costs {
+  double alpha_s = 0;           // per message, at the sender (software, the NIC's doorbell)
+  double gamma_s_per_byte = 0;  // reducing a received byte (and the final division of AVG)
+  double copy_s_per_byte = 0;   // a local copy
+};
+
+struct Link {
+  std::string name;  // "node3.gpu5.up", "leaf12.up", ...
+  double bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+class Fabric {
+ public:
+  int add_link(std::string name, double bytes_per_s, double latency_s);
+  const Link& link(int id) const { return links_[static_cast<size_t>(id)]; }
+  Link& link(int id) { return links_[static_cast<size_t>(id)]; }
+  int num_links() const { return static_cast<int>(links_.size()); }
+
+  // A rank: its node, and the links its traffic takes. Inside a node a
+  // message goes up the sender's GPU link and down the receiver's; between
+  // nodes, up the NIC, up through the switch levels until a group holds
+  // both ends, and down again.
+  struct Place {
+    int node = 0;
+    int gpu_up = -1, gpu_down = -1;
+    int nic_up = -1, nic_down = -1;
+    // The switch group holding this rank's NIC at each level (leaf, pod,
+    // ...), and that group's links towards the level above.
+    std::vector<int> group;
+    std::vector<int> group_up, group_down;
+  };
+  void add_rank(Place place) { places_.push_back(std::move(place)); }
+  int nranks() const { return static_cast<int>(places_.size()); }
+  const Place& place(int rank) const { return places_[static_cast<size_t>(rank)]; }
+
+  // The links from rank a to rank b, in order.
+  std::vector<int> route(int a, int b) const;
+  double latency(const std::vector<int>& route) const;
+
+ private:
+  std::vector<Link> links_;
+  std::vector<Place> places_;
+};
+
+}  // namespace coll::sim

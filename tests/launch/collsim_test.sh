@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# collsim: what it prints for an example cluster, its timeline files, and
+# its errors (which argument, what is expected).
+set -euo pipefail
+collsim=$1
+clusters=$2
+fail() { echo "collsim_test: FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "== a prediction, with the busiest link and coll's own choice"
+out=$("$collsim" --cluster "$clusters/h100_rail_32nodes.json" --ranks 16 --algo ring --size 64M --timeline "$tmp/t.csv")
+for field in "time" "algbw" "busbw" "bottleneck" "auto" "timeline"; do
+  grep -q "^  $field " <<<"$out" || fail "no $field line in: $out"
+done
+grep -q "allreduce of 67108864 bytes on 16 ranks" <<<"$out" || fail "wrong header: $out"
+# Ring over 2 nodes: one NIC carries the ring's crossing, 50 GB/s; busbw can be no more.
+busbw=$(sed -n 's/^  busbw *\([0-9.]*\) GB\/s$/\1/p' <<<"$out")
+awk -v b="$busbw" 'BEGIN { exit !(b > 40 && b <= 50) }' || fail "ring busbw $busbw GB/s, expected 40-50"
+head -1 "$tmp/t.csv" | grep -qxF "rank,step,kind,peer,bytes,start_us,end_us" || fail "csv header"
+rows=$(($(wc -l < "$tmp/t.csv") - 1))
+steps=$(sed -n 's/^  timeline .*(\([0-9]*\) steps)$/\1/p' <<<"$out")
+[ "$rows" -eq "$steps" ] && [ "$rows" -gt 0 ] || fail "csv has $rows rows, collsim said $steps"
+
+echo "== JSON timeline"
+"$collsim" --cluster "$clusters/islands_4x4.json" --ranks 8 --size 1M --timeline "$tmp/t.json" > /dev/null
+/usr/bin/python3 -c "import json, sys; rows = json.load(open(sys.argv[1])); assert rows and rows[0]['rank'] >= 0" "$tmp/t.json" ||
+  fail "the JSON timeline does not parse"
+
+echo "== errors name the argument"
+check_error() {  # expected text, then the arguments
+  local want=$1
+  shift
+  set +e
+  err=$("$collsim" "$@" 2>&1 >/dev/null)
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || fail "exit status $rc for $*"
+  grep -qF -- "$want" <<<"$err" || fail "no '$want' in: $err"
+}
+check_error "--cluster FILE is required" --size 1M
+check_error "--algo 'nope': allreduce has" --cluster "$clusters/islands_4x4.json" --algo nope
+check_error "--collective 'gather'" --cluster "$clusters/islands_4x4.json" --collective gather
+check_error "cannot be read" --cluster "$tmp/none.json"
+check_error "asked for; the cluster has 128 GPUs" --cluster "$clusters/islands_4x4.json" --ranks 500
+echo "collsim_test: all passed"

@@ -1,0 +1,150 @@
+// The simulator against closed forms: max-min sharing, routes through the
+// switch levels, one message, flows sharing a NIC, the ring allreduce's
+// alpha-beta-gamma cost, and its errors.
+#include "algorithms/algorithms.h"
+#include "base/error.h"
+#include "sim/cluster.h"
+#include "sim/collective_run.h"
+#include "sim/engine.h"
+#include "sim/maxmin.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace coll::sim {
+namespace {
+
+TEST(MaxMin, SharesALinkEquallyAndGivesTheRestToOthers) {
+  // Link 0 (capacity 1) carries flows 0 and 1; link 1 (capacity 2) flows 1 and 2.
+  const std::vector<int> p0{0}, p1{0, 1}, p2{1};
+  std::vector<double> rates;
+  max_min_rates({1.0, 2.0}, {&p0, &p1, &p2}, rates);
+  ASSERT_EQ(rates.size(), 3u);
+  EXPECT_DOUBLE_EQ(rates[0], 0.5);
+  EXPECT_DOUBLE_EQ(rates[1], 0.5);
+  EXPECT_DOUBLE_EQ(rates[2], 1.5);  // what flow 1 leaves of link 1
+}
+
+// 2 levels: 4 nodes of 2 GPUs and 1 NIC, 2 NICs a leaf, 2 leaves a pod (one pod).
+std::string two_level(const std::string& extra = "") {
+  return R"({"name": "t", "nodes": 4, "node": {"gpus": 2, "nics": 1, "gpu_link_gbps": 800},
+             "nic_gbps": 80, "latency_us": {"gpu_link": 1, "hop": 2}, "costs": {"alpha_us": 0, "gamma_ns_per_byte": 0},
+             "network": {"levels": [{"ports": 2, "oversubscription": 2}]})" +
+         extra + "}";
+}
+
+TEST(Cluster, RoutesClimbOnlyAsFarAsTheyMust) {
+  const Cluster c = parse_cluster(two_level(), "t");
+  const Fabric& f = c.fabric;
+  ASSERT_EQ(f.nranks(), 8);
+  auto names = [&](int a, int b) {
+    std::string s;
+    for (int l : f.route(a, b)) s += f.link(l).name + " ";
+    return s;
+  };
+  EXPECT_EQ(names(0, 1), "node0.gpu0.up node0.gpu1.down ");
+  EXPECT_EQ(names(0, 2), "node0.nic0.up node1.nic0.down ");                      // one leaf
+  EXPECT_EQ(names(1, 6), "node0.nic0.up leaf0.up leaf1.down node3.nic0.down ");  // two leaves
+  // A leaf's uplink: its 2 NICs' 10 GB/s, halved by 2:1 oversubscription.
+  EXPECT_DOUBLE_EQ(f.link(f.route(1, 6)[1]).bytes_per_s, 2 * 10e9 / 2);
+  EXPECT_DOUBLE_EQ(f.latency(f.route(1, 6)), 8e-6);
+}
+
+TEST(Cluster, RailOptimisedPutsEachNicIndexOnItsOwnLeaf) {
+  const Cluster c = parse_cluster(R"({"nodes": 2, "node": {"gpus": 2, "nics": 2, "gpu_link_gbps": 800},
+      "nic_gbps": 80, "network": {"rail_optimized": true, "levels": [{"ports": 8}]}})",
+                                  "t");
+  const Fabric& f = c.fabric;
+  // GPU 0 of node 0 to GPU 0 of node 1: rail 0's leaf; GPU 0 to GPU 1 of the other node: across rails.
+  EXPECT_EQ(f.route(0, 2).size(), 2u);
+  EXPECT_EQ(f.route(0, 3).size(), 4u);
+}
+
+TEST(Cluster, ABadFileIsRefusedNamingTheField) {
+  try {
+    parse_cluster(R"({"node": {"gpus": 8}})", "x.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("x.json: the cluster has no \"nodes\""), std::string::npos) << e.what();
+  }
+  try {
+    parse_cluster(two_level().replace(two_level().find("\"gpus\": 2"), 9, "\"gpus\": 0"), "x.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node.gpus is 0; an integer of at least 1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_cluster("{", "x.json"), Error);
+  EXPECT_THROW(parse_cluster(two_level(), "t", 9), Error);  // 9 of 8 GPUs
+}
+
+algo::Schedule one_step(algo::OpKind kind, int peer, size_t bytes) {
+  algo::Schedule s;
+  s.steps.push_back(algo::Step{kind, peer, {}, {}, bytes, {}});
+  return s;
+}
+
+TEST(Simulate, OneMessageTakesOverheadLatencyAndBytesOverRate) {
+  Cluster c = parse_cluster(two_level(), "t", 8);
+  c.costs.alpha_s = 3e-6;
+  std::vector<algo::Schedule> s(8);
+  s[0] = one_step(algo::OpKind::kSend, 2, 1 << 20);
+  s[2] = one_step(algo::OpKind::kRecv, 0, 1 << 20);
+  const Result r = simulate(s, c.fabric, c.costs);
+  EXPECT_NEAR(r.seconds, 3e-6 + 4e-6 + (1 << 20) / 10e9, 1e-12);
+  EXPECT_EQ(r.messages, 1u);
+  EXPECT_EQ(c.fabric.link(r.bottleneck).name, "node0.nic0.up");
+}
+
+TEST(Simulate, TwoGpusShareTheirNodesNic) {
+  const Cluster c = parse_cluster(two_level(), "t");
+  std::vector<algo::Schedule> s(8);
+  s[0] = one_step(algo::OpKind::kSend, 2, 1 << 20);
+  s[1] = one_step(algo::OpKind::kSend, 3, 1 << 20);
+  s[2] = one_step(algo::OpKind::kRecv, 0, 1 << 20);
+  s[3] = one_step(algo::OpKind::kRecv, 1, 1 << 20);
+  const Result r = simulate(s, c.fabric, c.costs);
+  EXPECT_NEAR(r.seconds, 4e-6 + 2.0 * (1 << 20) / 10e9, 1e-12);
+}
+
+TEST(Simulate, UnpairedMessagesAreRefused) {
+  const Cluster c = parse_cluster(two_level(), "t");
+  std::vector<algo::Schedule> s(8);
+  s[0] = one_step(algo::OpKind::kSend, 2, 64);
+  s[2] = one_step(algo::OpKind::kRecv, 0, 32);
+  EXPECT_THROW(simulate(s, c.fabric, c.costs), Error);
+  s[2] = algo::Schedule{};
+  EXPECT_THROW(simulate(s, c.fabric, c.costs), Error);
+}
+
+TEST(Simulate, RingAllreduceMatchesItsAlphaBetaGammaCost) {
+  // One node of n GPUs: each ring step crosses two GPU links (2 x 1 us) at 100 GB/s.
+  for (int n : {2, 3, 5, 8}) {
+    const Cluster c =
+        parse_cluster(R"({"nodes": 1, "node": {"gpus": )" + std::to_string(n) + R"(, "nics": 1, "gpu_link_gbps": 800},
+        "nic_gbps": 80, "latency_us": {"gpu_link": 1}, "costs": {"alpha_us": 5, "gamma_ns_per_byte": 0.01},
+        "chunk_bytes": 1073741824, "network": {"levels": [{"ports": 8}]}})",
+                      "t");
+    const size_t bytes = static_cast<size_t>(n) << 20;
+    CollectiveRun run{algo::Collective::kAllreduce, bytes, 4, "ring"};
+    const Prediction p = predict(c, run);
+    const double block = static_cast<double>(bytes) / n;
+    const double want = 2 * (n - 1) * (5e-6 + 2e-6 + block / 100e9) + (n - 1) * block * 0.01e-9;
+    EXPECT_NEAR(p.result.seconds, want, want * 1e-9) << n << " ranks";
+    EXPECT_NEAR(p.busbw_bytes_per_s, bytes * 2.0 * (n - 1) / n / want, 1) << n;
+  }
+}
+
+TEST(Simulate, EveryAllreduceAlgorithmFinishesAcrossNodes) {
+  const Cluster c = parse_cluster(two_level(), "t");
+  for (const char* algo : {"ring", "tree", "halving_doubling", "hierarchical", "recursive_doubling"}) {
+    CollectiveRun run{algo::Collective::kAllreduce, 8 << 20, 4, algo};
+    const Prediction p = predict(c, run);
+    // No faster than the NICs allow: each of 4 nodes sends at least (n-1)/n of the vector out of its node.
+    EXPECT_GT(p.result.seconds, 0.75 * (8 << 20) / 10e9 * 0.99) << algo;
+    EXPECT_GT(p.result.messages, 0u) << algo;
+  }
+}
+
+}  // namespace
+}  // namespace coll::sim
