@@ -2,18 +2,29 @@
 //
 //   collsim --cluster FILE [--collective allreduce] [--algo NAME|auto]
 //           [--size 1G] [--ranks N] [--timeline FILE.csv|FILE.json]
+//           [--sweep FILE.svg [--min-size 1K]] [--failures MTTF_HOURS]
 //
 // Prints the predicted time, algbw and busbw (nccl-tests' definitions), the
 // busiest link, and the algorithm coll's selector would pick (auto). The
-// cluster file is JSON (examples/clusters/, docs/SIMULATION.md).
+// cluster file is JSON (examples/clusters/, docs/SIMULATION.md). --sweep
+// plots busbw against size for every algorithm, the crossovers marked (a
+// PNG next to the SVG where gnuplot is installed); --failures gives the
+// expected time to the first cable failure and each algorithm's slowdown
+// with one cable of its busiest switch link gone.
 #include "algorithms/select.h"
 #include "base/error.h"
 #include "sim/collective_run.h"
+#include "sim/failures.h"
+#include "sim/sweep.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 
 namespace {
@@ -27,18 +38,25 @@ struct Options {
   size_t bytes = size_t{1} << 30;
   int ranks = 0;
   std::string timeline;
+  std::string sweep;
+  size_t min_bytes = 1024;
+  double mttf_hours = 0;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: collsim --cluster FILE [--collective C] [--algo NAME|auto] [--size BYTES] [--ranks N]\n"
-               "               [--timeline FILE.csv|FILE.json]\n"
+               "               [--timeline FILE.csv|FILE.json] [--sweep FILE.svg [--min-size BYTES]] [--failures H]\n"
                "  --cluster FILE    the cluster, as JSON (examples/clusters/)\n"
                "  --collective C    allreduce (default), broadcast, reduce, allgather, reduce_scatter, alltoall\n"
                "  --algo NAME       ring, tree, halving_doubling, hierarchical, ...; auto (default): coll's choice\n"
                "  --size BYTES      nccl-tests' size, with K, M or G (default 1G)\n"
                "  --ranks N         the first N GPUs of the cluster (default: all)\n"
-               "  --timeline FILE   every step of every rank, with its start and end\n");
+               "  --timeline FILE   every step of every rank, with its start and end\n"
+               "  --sweep FILE.svg  busbw against size, --min-size (1K) to --size, every algorithm (and FILE.png\n"
+               "                    where gnuplot is installed)\n"
+               "  --failures H      each network cable failing after H hours on average: when the first fails,\n"
+               "                    and each algorithm's time with one cable of its busiest switch link gone\n");
 }
 
 [[noreturn]] void die(const std::string& message) {
@@ -80,7 +98,14 @@ Options parse(int argc, char** argv) {
       o.ranks = std::atoi(value().c_str());
     else if (a == "--timeline")
       o.timeline = value();
-    else if (a == "-h" || a == "--help")
+    else if (a == "--sweep")
+      o.sweep = value();
+    else if (a == "--min-size")
+      o.min_bytes = parse_size(value());
+    else if (a == "--failures") {
+      o.mttf_hours = std::atof(value().c_str());
+      if (o.mttf_hours <= 0) die("--failures needs a mean time to failure in hours (5 years: 43800)");
+    } else if (a == "-h" || a == "--help")
       usage(stdout), std::exit(0);
     else
       usage(stderr), die("unknown argument '" + a + "'");
@@ -121,6 +146,114 @@ void write_timeline(const std::string& path, const std::vector<StepTime>& rows) 
   if (json) out << "]\n";
 }
 
+// "\r" progress on a terminal, twice a second at most.
+coll::sim::Progress progress_line() {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [last](size_t done, size_t total, double simulated_s) {
+    if (!isatty(STDERR_FILENO)) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(500) && done < total) return;
+    *last = now;
+    std::fprintf(stderr, "\rcollsim: %zu of %zu steps (%.0f%%), at %.1f us simulated   ", done, total,
+                 100.0 * static_cast<double>(done) / static_cast<double>(total), simulated_s * 1e6);
+  };
+}
+
+void end_progress() {
+  if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
+}
+
+void print_prediction(const Options& o, const coll::sim::Cluster& cluster, const coll::sim::Prediction& p) {
+  const coll::sim::Fabric& f = cluster.fabric;
+  std::printf("collsim: %s of %zu bytes on %d ranks of \"%s\" (%d GPUs a node): %s\n", o.collective.c_str(), o.bytes,
+              f.nranks(), cluster.name.c_str(), cluster.gpus_per_node, p.algorithm.c_str());
+  std::printf("  time        %.3f us\n", p.result.seconds * 1e6);
+  std::printf("  algbw       %.3f GB/s\n", p.algbw_bytes_per_s / 1e9);
+  std::printf("  busbw       %.3f GB/s\n", p.busbw_bytes_per_s / 1e9);
+  if (p.result.bottleneck >= 0)
+    std::printf("  bottleneck  %s: %.3f us busy at full rate (%.0f%% of the time)\n",
+                f.link(p.result.bottleneck).name.c_str(), p.result.bottleneck_busy_s * 1e6,
+                100 * p.result.bottleneck_busy_s / p.result.seconds);
+  std::printf("  messages    %zu\n", p.result.messages);
+  std::printf("  auto        %s (coll's selector, from the cost model)\n", p.auto_choice.c_str());
+}
+
+void run_sweep(const Options& o, const coll::sim::Cluster& cluster, const coll::sim::CollectiveRun& run) {
+  const std::vector<std::string> algos = coll::sim::algorithms_for(cluster, run.collective);
+  const coll::sim::Sweep s = coll::sim::sweep(cluster, run, o.min_bytes, o.bytes, algos);
+  std::printf("\nbusbw (GB/s) by size:\n%12s", "bytes");
+  for (const std::string& a : algos) std::printf(" %17s", a.c_str());
+  std::printf("  auto\n");
+  for (size_t i = 0; i < s.sizes.size(); ++i) {
+    std::printf("%12zu", s.sizes[i]);
+    for (double b : s.busbw[i]) std::printf(" %17.3f", b / 1e9);
+    std::printf("  %s\n", s.auto_choice[i].c_str());
+  }
+  for (const coll::sim::Sweep::Crossover& c : s.crossovers)
+    std::printf("crossover: from %zu bytes %s is faster than %s\n", c.bytes, c.to.c_str(), c.from.c_str());
+  const std::string file = o.cluster.substr(o.cluster.rfind('/') + 1);
+  const std::string title = o.collective + " on " + std::to_string(cluster.fabric.nranks()) + " ranks of " + file;
+  std::ofstream svg(o.sweep);
+  if (!(svg << coll::sim::sweep_svg(s, title))) die("cannot write " + o.sweep);
+  std::printf("plot: %s\n", o.sweep.c_str());
+  // A PNG too, where gnuplot is installed: it draws the same data.
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) return;
+  const std::string data = o.sweep + ".dat", png = o.sweep.substr(0, o.sweep.rfind('.')) + ".png";
+  std::ofstream d(data);
+  for (size_t i = 0; i < s.sizes.size(); ++i) {
+    d << s.sizes[i];
+    for (double b : s.busbw[i]) d << ' ' << b / 1e9;
+    d << '\n';
+  }
+  d.close();
+  // The script goes to a file: no shell quoting of the title. pngcairo where gnuplot has it.
+  const bool cairo = std::system("gnuplot -e 'set terminal pngcairo' > /dev/null 2>&1") == 0;
+  std::string quoted_title = title;
+  for (char& ch : quoted_title)
+    if (ch == '\'') ch = ' ';
+  std::string plot = std::string("set terminal ") + (cairo ? "pngcairo" : "png") + " noenhanced size 900,540\n" +
+                     "set output '" + png + "'\nset logscale x 2\nset format x '%.0b %BB'\nset xlabel 'size'\n" +
+                     "set ylabel 'busbw (GB/s)'\nset key left top\nset title '" + quoted_title + "'\n";
+  for (const coll::sim::Sweep::Crossover& c : s.crossovers)
+    plot += "set arrow from " + std::to_string(c.bytes) + ", graph 0 to " + std::to_string(c.bytes) +
+            ", graph 1 nohead dashtype 2\nset label '" + c.from + " -> " + c.to + "' at " + std::to_string(c.bytes) +
+            ", graph 0.97 offset 0.5,0\n";
+  plot += "plot";
+  for (size_t a = 0; a < algos.size(); ++a)
+    plot += (a ? "," : "") + std::string(" '") + data + "' using 1:" + std::to_string(a + 2) +
+            " with linespoints title '" + algos[a] + "'";
+  const std::string script = o.sweep + ".gp";
+  std::ofstream(script) << plot << "\n";
+  if (std::system(("gnuplot '" + script + "' 2>/dev/null").c_str()) == 0) std::printf("plot: %s\n", png.c_str());
+  std::remove(script.c_str());
+  std::remove(data.c_str());
+}
+
+void run_failures(const Options& o, const coll::sim::Cluster& cluster, const coll::sim::CollectiveRun& run) {
+  const coll::sim::Cables cables = coll::sim::count_cables(cluster);
+  std::printf("\nfailures: %ld network cables in the whole cluster (%ld NIC to leaf", cables.total(), cables.nic);
+  const char* levels[] = {"leaf", "pod", "plane", "level3", "level4"};
+  for (size_t l = 0; l < cables.uplinks.size(); ++l)
+    std::printf(", %ld %s uplinks", cables.uplinks[l], l < 5 ? levels[l] : "level");
+  std::printf("; NVLink not counted), each failing after %g h on average\n", o.mttf_hours);
+  const double first = coll::sim::first_failure_hours(cables.total(), o.mttf_hours);
+  std::printf("  the first fails after %.3g hours (%.3g minutes) on average: %g h / %ld\n", first, first * 60,
+              o.mttf_hours, cables.total());
+  for (const coll::sim::Degraded& d :
+       coll::sim::one_cable_lost(cluster, run, coll::sim::algorithms_for(cluster, run.collective))) {
+    if (d.failed_link.empty())
+      std::printf("  %-18s %.3f us; no switch link carries it\n", d.algorithm.c_str(), d.healthy_s * 1e6);
+    else
+      std::printf("  %-18s %.3f us; one cable of %s lost: %.3f us, %.3fx\n", d.algorithm.c_str(), d.healthy_s * 1e6,
+                  d.failed_link.c_str(), d.failed_s * 1e6, d.failed_s / d.healthy_s);
+  }
+}
+
+bool has_algorithm(coll::algo::Collective c, const std::string& name) {
+  const std::string names = ", " + coll::algo::algorithm_names(c) + ", ";
+  return names.find(", " + name + ", ") != std::string::npos;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,26 +264,20 @@ int main(int argc, char** argv) {
     run.collective = collective_of(o.collective);
     run.bytes = o.bytes;
     run.algorithm = o.algo;
-    if (o.algo != "auto" && coll::algo::algorithm_names(run.collective).find(o.algo) == std::string::npos)
+    if (o.algo != "auto" && !has_algorithm(run.collective, o.algo))
       die("--algo '" + o.algo + "': " + o.collective + " has " + coll::algo::algorithm_names(run.collective));
     std::vector<StepTime> timeline;
-    const coll::sim::Prediction p = coll::sim::predict(cluster, run, o.timeline.empty() ? nullptr : &timeline);
-    const coll::sim::Fabric& f = cluster.fabric;
-    std::printf("collsim: %s of %zu bytes on %d ranks of \"%s\" (%d GPUs a node): %s\n", o.collective.c_str(), o.bytes,
-                f.nranks(), cluster.name.c_str(), cluster.gpus_per_node, p.algorithm.c_str());
-    std::printf("  time        %.3f us\n", p.result.seconds * 1e6);
-    std::printf("  algbw       %.3f GB/s\n", p.algbw_bytes_per_s / 1e9);
-    std::printf("  busbw       %.3f GB/s\n", p.busbw_bytes_per_s / 1e9);
-    if (p.result.bottleneck >= 0)
-      std::printf("  bottleneck  %s: %.3f us busy at full rate (%.0f%% of the time)\n",
-                  f.link(p.result.bottleneck).name.c_str(), p.result.bottleneck_busy_s * 1e6,
-                  100 * p.result.bottleneck_busy_s / p.result.seconds);
-    std::printf("  messages    %zu\n", p.result.messages);
-    std::printf("  auto        %s (coll's selector, from the cost model)\n", p.auto_choice.c_str());
+    const coll::sim::Progress progress = progress_line();
+    const coll::sim::Prediction p =
+        coll::sim::predict(cluster, run, o.timeline.empty() ? nullptr : &timeline, &progress);
+    end_progress();
+    print_prediction(o, cluster, p);
     if (!o.timeline.empty()) {
       write_timeline(o.timeline, timeline);
       std::printf("  timeline    %s (%zu steps)\n", o.timeline.c_str(), timeline.size());
     }
+    if (!o.sweep.empty()) run_sweep(o, cluster, run);
+    if (o.mttf_hours > 0) run_failures(o, cluster, run);
   } catch (const coll::Error& e) {
     die(e.what());
   }

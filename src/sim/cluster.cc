@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -123,8 +125,10 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
       up[l][g] =
           levels[l].uplink_bytes_per_s > 0 ? levels[l].uplink_bytes_per_s : down[l][g] / levels[l].oversubscription;
       const std::string name = std::string(l < 5 ? names[l] : "level") + std::to_string(g);
-      up_link[l].push_back(f.add_link(name + ".up", up[l][g], hop_latency));
-      down_link[l].push_back(f.add_link(name + ".down", up[l][g], hop_latency));
+      // Uplinks are cables of the NICs' speed, at least one.
+      const int cables = std::max(1, static_cast<int>(std::lround(up[l][g] / c.nic_bytes_per_s)));
+      up_link[l].push_back(f.add_link(name + ".up", up[l][g], hop_latency, cables));
+      down_link[l].push_back(f.add_link(name + ".down", up[l][g], hop_latency, cables));
     }
     if (l + 1 < levels.size()) {
       std::vector<bool> counted(down[l].size(), false);
@@ -135,12 +139,14 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
         }
     }
   }
+  c.uplinks = up_link;
+  c.downlinks = down_link;
   std::vector<int> nic_up, nic_down;
   for (int n = 0; n < used_nodes; ++n)
     for (int i = 0; i < nics; ++i) {
       const std::string name = "node" + std::to_string(n) + ".nic" + std::to_string(i);
-      nic_up.push_back(f.add_link(name + ".up", c.nic_bytes_per_s, hop_latency));
-      nic_down.push_back(f.add_link(name + ".down", c.nic_bytes_per_s, hop_latency));
+      nic_up.push_back(f.add_link(name + ".up", c.nic_bytes_per_s, hop_latency, 1));
+      nic_down.push_back(f.add_link(name + ".down", c.nic_bytes_per_s, hop_latency, 1));
     }
   for (int r = 0; r < nranks; ++r) {
     const int n = r / c.gpus_per_node, g = r % c.gpus_per_node;
@@ -160,7 +166,35 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     }
     f.add_rank(std::move(place));
   }
+  if (j.contains("failed_links")) {
+    const Json& failed = j["failed_links"];
+    if (!failed.is_array()) fail(Code::kInvalidArgument, origin, ": failed_links must be a list of link names");
+    for (const Json& name : failed) {
+      if (!name.is_string()) fail(Code::kInvalidArgument, origin, ": failed_links holds ", name.dump(), ", not a name");
+      fail_cable(f, name.get<std::string>(), origin);
+    }
+  }
   return c;
+}
+
+void fail_cable(Fabric& f, const std::string& name, const std::string& origin) {
+  // "leaf3", "leaf3.up" and "leaf3.down" name one cable's both directions.
+  std::string base = name;
+  for (const char* suffix : {".up", ".down"})
+    if (base.size() > std::strlen(suffix) &&
+        base.compare(base.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      base.resize(base.size() - std::strlen(suffix));
+  for (const char* dir : {".up", ".down"}) {
+    const int id = f.find(base + dir);
+    if (id < 0)
+      fail(Code::kInvalidArgument, origin, ": failed link '", name,
+           "' is not in the cluster (names: node3.nic5, leaf12, pod2 ", "and the like, as collsim prints them)");
+    Link& l = f.link(id);
+    if (l.cables == 0)
+      fail(Code::kInvalidArgument, origin, ": '", name, "' is not a network link (NVLink does not fail here)");
+    l.bytes_per_s -= l.bytes_per_s / l.cables;
+    --l.cables;
+  }
 }
 
 Cluster load_cluster(const std::string& path, int ranks) {

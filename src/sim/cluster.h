@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace coll::sim {
 
@@ -22,6 +23,8 @@ struct Cluster {
   size_t chunk_bytes = 512 << 10;  // the algorithms' pipelining unit
   Costs costs;
   Fabric fabric;
+  // Each switch level's groups' links up and down (leaves first), of the whole cluster.
+  std::vector<std::vector<int>> uplinks, downlinks;
 };
 
 // Parses `text` (the file's contents; `origin` names it in errors) into a
@@ -29,5 +32,11 @@ struct Cluster {
 // kInvalidArgument naming the field and what is expected.
 Cluster parse_cluster(const std::string& text, const std::string& origin, int ranks = 0);
 Cluster load_cluster(const std::string& path, int ranks = 0);
+
+// One cable of a network link fails, both ways: "node3.nic5" (the NIC's
+// only cable: nothing passes any more) or "leaf12" (one of its uplinks:
+// the rest carry on, ECMP spreading over them). The cluster file's
+// failed_links are applied so. kInvalidArgument for a name not in f.
+void fail_cable(Fabric& f, const std::string& name, const std::string& origin);
 
 }  // namespace coll::sim

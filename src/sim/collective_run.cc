@@ -58,7 +58,8 @@ double bus_factor(Collective c, int n) {
   }
 }
 
-Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline) {
+Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline,
+                   const Progress* progress) {
   const Fabric& f = cluster.fabric;
   const int n = f.nranks();
   std::vector<std::string> hosts;
@@ -88,7 +89,7 @@ Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector
     shape.rank = r;
     schedules.push_back(algo::build_schedule(a, shape));
   }
-  p.result = simulate(schedules, f, cluster.costs, timeline);
+  p.result = simulate(schedules, f, cluster.costs, timeline, progress);
   if (p.result.seconds > 0) {
     p.algbw_bytes_per_s = static_cast<double>(run.bytes) / p.result.seconds;
     p.busbw_bytes_per_s = p.algbw_bytes_per_s * bus_factor(run.collective, n);

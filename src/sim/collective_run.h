@@ -37,6 +37,7 @@ algo::CostModel cost_model_of(const Cluster& cluster);
 // nccl-tests' bus bandwidth factor of a collective on n ranks.
 double bus_factor(algo::Collective c, int n);
 
-Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline = nullptr);
+Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline = nullptr,
+                   const Progress* progress = nullptr);
 
 }  // namespace coll::sim

@@ -84,8 +84,8 @@ struct Flow {
 class Run {
  public:
   Run(const std::vector<algo::Schedule>& schedules, const Fabric& fabric, const Costs& costs,
-      std::vector<StepTime>* timeline)
-      : p_(schedules), fabric_(fabric), costs_(costs), timeline_(timeline) {
+      std::vector<StepTime>* timeline, const Progress* progress)
+      : p_(schedules), fabric_(fabric), costs_(costs), timeline_(timeline), progress_(progress) {
     start_.assign(p_.step.size(), -1);
     arrived_.assign(p_.step.size(), -1);
     result_.link_bytes.assign(static_cast<size_t>(fabric.num_links()), 0);
@@ -190,6 +190,7 @@ class Run {
 
   void done(size_t id) {
     result_.seconds = std::max(result_.seconds, now_);
+    if (progress_ != nullptr && ++steps_done_ % 65536 == 0) (*progress_)(steps_done_, p_.step.size(), now_);
     if (timeline_ != nullptr) {
       const algo::Step& s = *p_.step[id];
       const int r = p_.rank_of[id];
@@ -255,6 +256,8 @@ class Run {
   const Fabric& fabric_;
   Costs costs_;
   std::vector<StepTime>* timeline_;
+  const Progress* progress_;
+  size_t steps_done_ = 0;
   std::vector<double> start_, arrived_, capacity_;
   std::priority_queue<Timer> timers_;
   std::vector<Flow> flows_;
@@ -265,8 +268,8 @@ class Run {
 }  // namespace
 
 Result simulate(const std::vector<algo::Schedule>& schedules, const Fabric& fabric, const Costs& costs,
-                std::vector<StepTime>* timeline) {
-  return Run(schedules, fabric, costs, timeline).go();
+                std::vector<StepTime>* timeline, const Progress* progress) {
+  return Run(schedules, fabric, costs, timeline, progress).go();
 }
 
 }  // namespace coll::sim

@@ -11,6 +11,7 @@
 #include "sim/fabric.h"
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,10 @@ struct Result {
 // order and in size, as they do for every algorithm (tests/unit/schedule_test);
 // kInvalidArgument names the first pair that does not, kInternal a schedule
 // that cannot finish. With timeline, every step's times are appended.
+// Called now and then while a simulation runs (every 65536 steps done).
+using Progress = std::function<void(size_t steps_done, size_t steps_total, double simulated_s)>;
+
 Result simulate(const std::vector<algo::Schedule>& schedules, const Fabric& fabric, const Costs& costs,
-                std::vector<StepTime>* timeline = nullptr);
+                std::vector<StepTime>* timeline = nullptr, const Progress* progress = nullptr);
 
 }  // namespace coll::sim

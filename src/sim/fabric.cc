@@ -4,9 +4,15 @@
 
 namespace coll::sim {
 
-int Fabric::add_link(std::string name, double bytes_per_s, double latency_s) {
-  links_.push_back(Link{std::move(name), bytes_per_s, latency_s});
+int Fabric::add_link(std::string name, double bytes_per_s, double latency_s, int cables) {
+  links_.push_back(Link{std::move(name), bytes_per_s, latency_s, cables});
   return static_cast<int>(links_.size()) - 1;
+}
+
+int Fabric::find(const std::string& name) const {
+  for (size_t l = 0; l < links_.size(); ++l)
+    if (links_[l].name == name) return static_cast<int>(l);
+  return -1;
 }
 
 std::vector<int> Fabric::route(int a, int b) const {

@@ -22,11 +22,14 @@ struct Link {
   std::string name;  // "node3.gpu5.up", "leaf12.up", ...
   double bytes_per_s = 0;
   double latency_s = 0;
+  int cables = 0;  // network cables it aggregates (a NIC's: 1); 0: not a network link (NVLink)
 };
 
 class Fabric {
  public:
-  int add_link(std::string name, double bytes_per_s, double latency_s);
+  int add_link(std::string name, double bytes_per_s, double latency_s, int cables = 0);
+  // The link of that name; -1 if there is none.
+  int find(const std::string& name) const;
   const Link& link(int id) const { return links_[static_cast<size_t>(id)]; }
   Link& link(int id) { return links_[static_cast<size_t>(id)]; }
   int num_links() const { return static_cast<int>(links_.size()); }

@@ -27,6 +27,22 @@ echo "== JSON timeline"
 /usr/bin/python3 -c "import json, sys; rows = json.load(open(sys.argv[1])); assert rows and rows[0]['rank'] >= 0" "$tmp/t.json" ||
   fail "the JSON timeline does not parse"
 
+echo "== a sweep: a table, the crossovers, an SVG (and a PNG where gnuplot is)"
+out=$("$collsim" --cluster "$clusters/h100_rail_32nodes.json" --ranks 16 --size 16M --min-size 4K --sweep "$tmp/s.svg")
+grep -q "^busbw (GB/s) by size:" <<<"$out" || fail "no sweep table: $out"
+grep -q "^crossover: from [0-9]* bytes [a-z_]* is faster than [a-z_]*$" <<<"$out" || fail "no crossover: $out"
+grep -q "<polyline" "$tmp/s.svg" || fail "the SVG has no lines"
+if command -v gnuplot > /dev/null; then
+  [ -s "$tmp/s.png" ] || fail "gnuplot is installed but no PNG was written"
+fi
+
+echo "== failures: cables counted over the whole cluster, the time to the first failure"
+out=$("$collsim" --cluster "$clusters/fat_tree_100k.json" --ranks 16 --size 1M --failures 43800)
+grep -qF "failures: 200000 network cables in the whole cluster (100000 NIC to leaf, 50000 leaf uplinks, 50000 pod uplinks" <<<"$out" ||
+  fail "cable count: $out"
+grep -qF "the first fails after 0.219 hours (13.1 minutes) on average: 43800 h / 200000" <<<"$out" || fail "first failure: $out"
+grep -q "^  hierarchical " <<<"$out" || fail "no line for hierarchical: $out"
+
 echo "== errors name the argument"
 check_error() {  # expected text, then the arguments
   local want=$1
@@ -43,4 +59,5 @@ check_error "--algo 'nope': allreduce has" --cluster "$clusters/islands_4x4.json
 check_error "--collective 'gather'" --cluster "$clusters/islands_4x4.json" --collective gather
 check_error "cannot be read" --cluster "$tmp/none.json"
 check_error "asked for; the cluster has 128 GPUs" --cluster "$clusters/islands_4x4.json" --ranks 500
+check_error "--failures needs a mean time to failure in hours" --cluster "$clusters/islands_4x4.json" --failures 0
 echo "collsim_test: all passed"

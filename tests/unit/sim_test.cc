@@ -6,7 +6,9 @@
 #include "sim/cluster.h"
 #include "sim/collective_run.h"
 #include "sim/engine.h"
+#include "sim/failures.h"
 #include "sim/maxmin.h"
+#include "sim/sweep.h"
 
 #include <gtest/gtest.h>
 
@@ -144,6 +146,78 @@ TEST(Simulate, EveryAllreduceAlgorithmFinishesAcrossNodes) {
     EXPECT_GT(p.result.seconds, 0.75 * (8 << 20) / 10e9 * 0.99) << algo;
     EXPECT_GT(p.result.messages, 0u) << algo;
   }
+}
+
+TEST(Failures, CablesAreCountedOverTheWholeClusterAndFailOneAtATime) {
+  // 4 nodes x 1 NIC; leaves of 2 ports at 2:1 have one 10 GB/s cable up each; 2 leaves.
+  const Cluster c = parse_cluster(two_level(), "t", 2);  // counted for the whole cluster all the same
+  const Cables cables = count_cables(c);
+  EXPECT_EQ(cables.nic, 4);
+  ASSERT_EQ(cables.uplinks.size(), 1u);
+  EXPECT_EQ(cables.uplinks[0], 2);
+  EXPECT_DOUBLE_EQ(first_failure_hours(cables.total(), 43800), 43800.0 / 6);
+  // Leaves of 8 ports at 2:1: 4 cables up; one lost leaves 3 of them, both ways.
+  Cluster wide = parse_cluster(R"({"nodes": 8, "node": {"gpus": 1, "nics": 1, "gpu_link_gbps": 800}, "nic_gbps": 80,
+      "network": {"levels": [{"ports": 8, "oversubscription": 2}]}, "failed_links": ["leaf0"]})",
+                               "t");
+  const Link& up = wide.fabric.link(wide.fabric.find("leaf0.up"));
+  EXPECT_EQ(up.cables, 3);
+  EXPECT_DOUBLE_EQ(up.bytes_per_s, 3 * 10e9);
+  EXPECT_EQ(wide.fabric.link(wide.fabric.find("leaf0.down")).cables, 3);
+  try {
+    fail_cable(wide.fabric, "leaf9", "test");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'leaf9' is not in the cluster"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(fail_cable(wide.fabric, "node0.gpu0", "test"), Error);  // NVLink is not a network link
+}
+
+TEST(Failures, AMessageThroughAFailedNicIsAnError) {
+  Cluster c = parse_cluster(two_level(R"(, "failed_links": ["node1.nic0"])"), "t");
+  std::vector<algo::Schedule> s(8);
+  s[0] = one_step(algo::OpKind::kSend, 2, 64);
+  s[2] = one_step(algo::OpKind::kRecv, 0, 64);
+  try {
+    simulate(s, c.fabric, c.costs);
+    FAIL() << "simulated";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node1.nic0.down: failed?"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Failures, ALostUplinkCableSlowsWhatCrossesIt) {
+  // 16 nodes on 4 leaves at 1:1: the ring crosses leaves; one cable fewer on the busiest uplink.
+  const Cluster c = parse_cluster(R"({"nodes": 16, "node": {"gpus": 1, "nics": 1, "gpu_link_gbps": 800},
+      "nic_gbps": 80, "costs": {"alpha_us": 0}, "network": {"levels": [{"ports": 4}]}})",
+                                  "t");
+  CollectiveRun run{algo::Collective::kAllreduce, 64 << 20, 4, ""};
+  const std::vector<Degraded> d = one_cable_lost(c, run, {"ring", "halving_doubling"});
+  ASSERT_EQ(d.size(), 2u);
+  for (const Degraded& x : d) {
+    EXPECT_FALSE(x.failed_link.empty()) << x.algorithm;
+    EXPECT_GE(x.failed_s, x.healthy_s) << x.algorithm;
+  }
+  // Halving-doubling's largest exchanges all cross leaves at once: 4 flows on a leaf's 4 cables, then 3.
+  EXPECT_GT(d[1].failed_s, d[1].healthy_s * 1.1);
+}
+
+TEST(Sweep, FindsWhereTheFastestAlgorithmChanges) {
+  const Cluster c = parse_cluster(two_level(R"(, "chunk_bytes": 65536)"), "t");
+  CollectiveRun run{algo::Collective::kAllreduce, 0, 4, ""};
+  const Sweep s = sweep(c, run, 1024, 64 << 20, {"ring", "recursive_doubling"});
+  ASSERT_EQ(s.sizes.front(), 1024u);
+  ASSERT_EQ(s.sizes.back(), size_t{64} << 20);
+  // Recursive doubling (log n messages) wins small, the ring (bandwidth-optimal) large: one crossover.
+  EXPECT_GT(s.busbw.front()[1], s.busbw.front()[0]);
+  EXPECT_GT(s.busbw.back()[0], s.busbw.back()[1]);
+  ASSERT_EQ(s.crossovers.size(), 1u);
+  EXPECT_EQ(s.crossovers[0].from, "recursive_doubling");
+  EXPECT_EQ(s.crossovers[0].to, "ring");
+  const std::string svg = sweep_svg(s, "a <title> & more");
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("recursive_doubling &#8594; ring"), std::string::npos);
+  EXPECT_NE(svg.find("a &lt;title&gt; &amp; more"), std::string::npos);
 }
 
 }  // namespace
