@@ -16,6 +16,7 @@ packages=(
   libibverbs-dev                # the verbs headers (COLL_WITH_IB); libibverbs is loaded at run time
   rdma-core ibverbs-providers   # the verbs user space the ib tests run on (tests/rxe)
   gnuplot-nox                   # scripts/compare.sh's plots
+  chromium python3-pil          # collsim's animated SVG, rendered and checked in a test
   nlohmann-json3-dev            # the simulator's cluster files (JSON)
   "$@"
 )

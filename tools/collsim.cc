@@ -14,6 +14,7 @@
 #include "algorithms/select.h"
 #include "base/error.h"
 #include "sim/collective_run.h"
+#include "sim/explain.h"
 #include "sim/failures.h"
 #include "sim/sweep.h"
 
@@ -41,12 +42,18 @@ struct Options {
   std::string sweep;
   size_t min_bytes = 1024;
   double mttf_hours = 0;
+  std::string explain;  // an algorithm
+  int explain_ranks = 4;
+  int per_node = 0;
+  bool size_given = false;
+  std::string svg;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: collsim --cluster FILE [--collective C] [--algo NAME|auto] [--size BYTES] [--ranks N]\n"
                "               [--timeline FILE.csv|FILE.json] [--sweep FILE.svg [--min-size BYTES]] [--failures H]\n"
+               "       collsim --explain ALGO [-n P] [--per-node L] [--size BYTES] [--collective C] [--svg FILE]\n"
                "  --cluster FILE    the cluster, as JSON (examples/clusters/)\n"
                "  --collective C    allreduce (default), broadcast, reduce, allgather, reduce_scatter, alltoall\n"
                "  --algo NAME       ring, tree, halving_doubling, hierarchical, ...; auto (default): coll's choice\n"
@@ -55,6 +62,9 @@ void usage(FILE* out) {
                "  --timeline FILE   every step of every rank, with its start and end\n"
                "  --sweep FILE.svg  busbw against size, --min-size (1K) to --size, every algorithm (and FILE.png\n"
                "                    where gnuplot is installed)\n"
+               "  --explain ALGO    the algorithm step by step on -n P ranks (4; --per-node L: nodes of L),\n"
+               "                    and its cost formula with the numbers in; --cluster optional\n"
+               "  --svg FILE        with --explain: the same as an animation, for a browser\n"
                "  --failures H      each network cable failing after H hours on average: when the first fails,\n"
                "                    and each algorithm's time with one cable of its busiest switch link gone\n");
 }
@@ -93,7 +103,15 @@ Options parse(int argc, char** argv) {
     else if (a == "--algo")
       o.algo = value();
     else if (a == "--size")
-      o.bytes = parse_size(value());
+      o.bytes = parse_size(value()), o.size_given = true;
+    else if (a == "--explain")
+      o.explain = value();
+    else if (a == "-n")
+      o.explain_ranks = std::atoi(value().c_str());
+    else if (a == "--per-node")
+      o.per_node = std::atoi(value().c_str());
+    else if (a == "--svg")
+      o.svg = value();
     else if (a == "--ranks")
       o.ranks = std::atoi(value().c_str());
     else if (a == "--timeline")
@@ -110,7 +128,7 @@ Options parse(int argc, char** argv) {
     else
       usage(stderr), die("unknown argument '" + a + "'");
   }
-  if (o.cluster.empty()) usage(stderr), die("--cluster FILE is required");
+  if (o.cluster.empty() && o.explain.empty()) usage(stderr), die("--cluster FILE is required (or --explain ALGO)");
   return o;
 }
 
@@ -256,9 +274,30 @@ bool has_algorithm(coll::algo::Collective c, const std::string& name) {
 
 }  // namespace
 
+int run_explain(const Options& o) {
+  const coll::sim::Cluster cluster = o.cluster.empty() ? coll::sim::teaching_cluster(o.explain_ranks, o.per_node)
+                                                       : coll::sim::load_cluster(o.cluster, o.explain_ranks);
+  coll::sim::CollectiveRun run;
+  run.collective = collective_of(o.collective);
+  run.algorithm = o.explain;
+  // Unless asked, 4 elements of 4 bytes a rank: few enough to read.
+  run.bytes = o.size_given ? o.bytes : 16 * static_cast<size_t>(o.explain_ranks);
+  if (!has_algorithm(run.collective, o.explain))
+    die("--explain '" + o.explain + "': " + o.collective + " has " + coll::algo::algorithm_names(run.collective));
+  const coll::sim::Explanation e = coll::sim::explain(cluster, run);
+  std::fputs(coll::sim::explain_text(e, run).c_str(), stdout);
+  if (!o.svg.empty()) {
+    std::ofstream svg(o.svg);
+    if (!(svg << coll::sim::explain_svg(e, run))) die("cannot write " + o.svg);
+    std::printf("animation: %s\n", o.svg.c_str());
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
+    if (!o.explain.empty()) return run_explain(o);
     const coll::sim::Cluster cluster = coll::sim::load_cluster(o.cluster, o.ranks);
     coll::sim::CollectiveRun run;
     run.collective = collective_of(o.collective);

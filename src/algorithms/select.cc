@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <sstream>
 
 namespace coll::algo {
@@ -152,6 +153,33 @@ const std::vector<Algorithm>& all_algorithms() {
       {"direct", Collective::kRecv, p2p_recv, p2p_cost},
   };
   return table;
+}
+
+const char* cost_formula(const Algorithm& a) {
+  // The formulas of the cost functions above, as text (S: bytes of the vector, or of the whole
+  // output or input; n ranks; p the largest power of two <= n; L ranks a node, N nodes).
+  static const std::map<std::pair<Collective, std::string>, const char*> formulas = {
+      {{Collective::kAllreduce, "ring"}, "2(n-1) a + (n-1)/n S (2 b + g)"},
+      {{Collective::kAllreduce, "tree"}, "2 ceil(log2 n) a + S (2 b + g)"},
+      {{Collective::kAllreduce, "halving_doubling"},
+       "2 log2(p) a + (p-1)/p S (2 b + g)  [+ 2 a + S (2 b + g) when n != p]"},
+      {{Collective::kAllreduce, "recursive_doubling"}, "log2(p) (a + S (b + g))  [+ 2 a + S (2 b + g) when n != p]"},
+      {{Collective::kAllreduce, "direct"}, "a + (n-1) S (b + g)"},
+      {{Collective::kAllreduce, "hierarchical"},
+       "2(L-1) a_in + (L-1)/L S (2 b_in + g) + 2(N-1) a + (N-1)/N S/L (2 b + g)"},
+      {{Collective::kBroadcast, "ring"}, "(n-1) a + S b"},
+      {{Collective::kBroadcast, "tree"}, "(ceil(log2 n) + 1) a + S b"},
+      {{Collective::kReduce, "tree"}, "(ceil(log2 n) + 1) a + S (b + g)"},
+      {{Collective::kReduce, "direct"}, "a + (n-1) S (b + g)"},
+      {{Collective::kAllgather, "ring"}, "(n-1) a + (n-1)/n S b"},
+      {{Collective::kReduceScatter, "ring"}, "(n-1) a + (n-1)/n S (b + g)"},
+      {{Collective::kAlltoall, "direct"}, "(n-1) a + (n-1)/n S b"},
+      {{Collective::kBarrier, "dissemination"}, "ceil(log2 n) a"},
+      {{Collective::kSend, "direct"}, "a + S b"},
+      {{Collective::kRecv, "direct"}, "a + S b"},
+  };
+  auto it = formulas.find({a.collective, a.name});
+  return it == formulas.end() ? "" : it->second;
 }
 
 Schedule build_schedule(const Algorithm& a, const CollShape& shape) {

@@ -28,6 +28,10 @@ struct Algorithm {
 
 const std::vector<Algorithm>& all_algorithms();
 
+// a.cost's formula as text, in a (alpha), b (beta) and g (gamma): for
+// teaching views (collsim --explain).
+const char* cost_formula(const Algorithm& a);
+
 // a.build(shape), in the order of ranks the algorithm wants: rings follow
 // shape.ring_order themselves; an allreduce marked `spread` is built for
 // this rank's position in shape.spread_order and its peers mapped back to

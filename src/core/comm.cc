@@ -1,6 +1,7 @@
 #include "core/comm.h"
 
 #include "algorithms/partition.h"
+#include "algorithms/schedule.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -320,6 +321,11 @@ void Communicator::execute(std::vector<Job>& jobs) {
   OpRecord& record = recorder_->begin(seq_, first.what, first.count, first.dtype, first.op, first.root,
                                       static_cast<uint32_t>(jobs.size()), static_cast<uint32_t>(steps), algorithm);
   log::trace(log::kColl, first.what, " #", seq_, ": ", jobs.size(), " job(s), ", algorithm, ", ", steps, " steps");
+  // This rank's program, step by step: what collsim --explain shows, run for real.
+  if (log::enabled(log::Level::kTrace, log::kColl))
+    for (const Job& j : jobs)
+      if (j.plan != nullptr)
+        log::trace(log::kColl, "rank ", rank_, "'s schedule:\n", algo::to_string(j.plan->schedule));
   try {
     Deadline deadline = Deadline::after_ms(timeout_ms_, &aborted_);
     if (jobs.size() == 1 && first.fast_path != nullptr && first.fast_path->run(first, deadline, record)) {

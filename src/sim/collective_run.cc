@@ -58,14 +58,14 @@ double bus_factor(Collective c, int n) {
   }
 }
 
-Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline,
-                   const Progress* progress) {
+Plan plan(const Cluster& cluster, const CollectiveRun& run) {
   const Fabric& f = cluster.fabric;
   const int n = f.nranks();
   std::vector<std::string> hosts;
   for (int r = 0; r < n; ++r) hosts.push_back("node" + std::to_string(f.place(r).node));
   const std::vector<std::vector<int>> nodes = ranks_by_node(hosts);
-  algo::CollShape shape;
+  Plan p;
+  algo::CollShape& shape = p.shape;
   shape.collective = run.collective;
   shape.nranks = n;
   shape.elem_size = run.elem_size;
@@ -77,22 +77,32 @@ Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector
     for (int r = 0; r < n; ++r) shape.node_of.push_back(f.place(r).node);
   const algo::CostModel model = cost_model_of(cluster);
   shape.node_link = model.link("gpu");
+  p.link_class = nodes.size() > 1 ? "net" : "gpu";
+  p.link = model.link(p.link_class);
   algo::Selector selector("", model);
-  selector.set_link_class(nodes.size() > 1 ? "net" : "gpu");
-  Prediction p;
+  selector.set_link_class(p.link_class);
   p.auto_choice = selector.choose(shape).name;
-  p.algorithm = run.algorithm.empty() || run.algorithm == "auto" ? p.auto_choice : run.algorithm;
-  const algo::Algorithm& a = algo::find_algorithm(run.collective, p.algorithm);
-  std::vector<algo::Schedule> schedules;
-  schedules.reserve(static_cast<size_t>(n));
+  p.algorithm = &algo::find_algorithm(
+      run.collective, run.algorithm.empty() || run.algorithm == "auto" ? p.auto_choice : run.algorithm);
+  p.schedules.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     shape.rank = r;
-    schedules.push_back(algo::build_schedule(a, shape));
+    p.schedules.push_back(algo::build_schedule(*p.algorithm, shape));
   }
-  p.result = simulate(schedules, f, cluster.costs, timeline, progress);
+  shape.rank = 0;
+  return p;
+}
+
+Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline,
+                   const Progress* progress) {
+  const Plan plan_ = plan(cluster, run);
+  Prediction p;
+  p.auto_choice = plan_.auto_choice;
+  p.algorithm = plan_.algorithm->name;
+  p.result = simulate(plan_.schedules, cluster.fabric, cluster.costs, timeline, progress);
   if (p.result.seconds > 0) {
     p.algbw_bytes_per_s = static_cast<double>(run.bytes) / p.result.seconds;
-    p.busbw_bytes_per_s = p.algbw_bytes_per_s * bus_factor(run.collective, n);
+    p.busbw_bytes_per_s = p.algbw_bytes_per_s * bus_factor(run.collective, cluster.fabric.nranks());
   }
   return p;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "algorithms/collective.h"
+#include "algorithms/select.h"
 #include "sim/cluster.h"
 #include "sim/engine.h"
 
@@ -36,6 +37,18 @@ algo::CostModel cost_model_of(const Cluster& cluster);
 
 // nccl-tests' bus bandwidth factor of a collective on n ranks.
 double bus_factor(algo::Collective c, int n);
+
+// What predict simulates: every rank's schedule of the algorithm asked for
+// (or coll's choice), with the shape and the link the cost model prices.
+struct Plan {
+  algo::CollShape shape;  // rank 0's
+  const algo::Algorithm* algorithm = nullptr;
+  std::string auto_choice;
+  std::string link_class;  // "net" across nodes, "gpu" on one
+  algo::LinkModel link;
+  std::vector<algo::Schedule> schedules;
+};
+Plan plan(const Cluster& cluster, const CollectiveRun& run);
 
 Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline = nullptr,
                    const Progress* progress = nullptr);

@@ -43,6 +43,33 @@ grep -qF "failures: 200000 network cables in the whole cluster (100000 NIC to le
 grep -qF "the first fails after 0.219 hours (13.1 minutes) on average: 43800 h / 200000" <<<"$out" || fail "first failure: $out"
 grep -q "^  hierarchical " <<<"$out" || fail "no line for hierarchical: $out"
 
+echo "== --explain: the rounds in words, the cost formula with its numbers, the same as an animation"
+out=$("$collsim" --explain ring -n 4 --svg "$tmp/ring.svg")
+grep -qxF "ring allreduce on 4 ranks, 64 bytes (16 elements of 4 bytes)" <<<"$out" || fail "explain header: $out"
+[ "$(grep -c '^round ' <<<"$out")" -eq 6 ] || fail "a ring of 4 has 6 rounds: $out"
+grep -qxF "  rank 3 -> rank 0: elements [12, 16) of its input, reduced into elements [12, 16) of its output" <<<"$out" ||
+  fail "round 1 of the ring: $out"
+grep -qxF "cost: 2(n-1) a + (n-1)/n S (2 b + g)" <<<"$out" || fail "no formula: $out"
+grep -q "^  = 42.01 us by coll's cost model; simulated: 42.01 us (6 rounds)$" <<<"$out" || fail "cost and simulation: $out"
+out=$("$collsim" --explain hierarchical -n 8 --per-node 4)
+grep -q "a_in = " <<<"$out" || fail "hierarchical explains both links: $out"
+
+echo "== the animation renders in a browser (headless Chromium): not blank, the reductions drawn"
+command -v chromium > /dev/null || fail "chromium is not installed (scripts/install-deps.sh installs it)"
+timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=560,600 \
+  --user-data-dir="$tmp/chromium" --screenshot="$tmp/ring.png" "file://$tmp/ring.svg" > "$tmp/chromium.log" 2>&1 ||
+  fail "chromium failed: $(tail -5 "$tmp/chromium.log")"
+/usr/bin/python3 - "$tmp/ring.png" <<'PY' || fail "the screenshot of the animation is blank or has no red arrows"
+import sys
+from PIL import Image
+img = Image.open(sys.argv[1]).convert("RGB")
+pixels = list(img.getdata())
+drawn = sum(1 for p in pixels if p != (255, 255, 255))
+red = sum(1 for r, g, b in pixels if r > 180 and g < 90 and b < 90)  # round 1 of the ring: reductions
+print(f"{drawn} of {len(pixels)} pixels drawn, {red} red")
+sys.exit(0 if drawn > 0.01 * len(pixels) and red > 200 else 1)
+PY
+
 echo "== errors name the argument"
 check_error() {  # expected text, then the arguments
   local want=$1
@@ -59,5 +86,7 @@ check_error "--algo 'nope': allreduce has" --cluster "$clusters/islands_4x4.json
 check_error "--collective 'gather'" --cluster "$clusters/islands_4x4.json" --collective gather
 check_error "cannot be read" --cluster "$tmp/none.json"
 check_error "asked for; the cluster has 128 GPUs" --cluster "$clusters/islands_4x4.json" --ranks 500
+check_error "--explain 'nope': allreduce has" --explain nope
+check_error "3 ranks do not fill nodes of 2 evenly" --explain ring -n 3 --per-node 2
 check_error "--failures needs a mean time to failure in hours" --cluster "$clusters/islands_4x4.json" --failures 0
 echo "collsim_test: all passed"

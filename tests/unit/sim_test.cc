@@ -6,12 +6,14 @@
 #include "sim/cluster.h"
 #include "sim/collective_run.h"
 #include "sim/engine.h"
+#include "sim/explain.h"
 #include "sim/failures.h"
 #include "sim/maxmin.h"
 #include "sim/sweep.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace coll::sim {
@@ -218,6 +220,29 @@ TEST(Sweep, FindsWhereTheFastestAlgorithmChanges) {
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
   EXPECT_NE(svg.find("recursive_doubling &#8594; ring"), std::string::npos);
   EXPECT_NE(svg.find("a &lt;title&gt; &amp; more"), std::string::npos);
+}
+
+TEST(Explain, TheRingOfFourIsSixRoundsOfFourTransfers) {
+  const Cluster c = teaching_cluster(4, 0);
+  CollectiveRun run{algo::Collective::kAllreduce, 64, 4, "ring"};
+  const Explanation e = explain(c, run);
+  ASSERT_EQ(e.rounds.size(), 6u);
+  for (size_t k = 0; k < 6; ++k) {
+    ASSERT_EQ(e.rounds[k].transfers.size(), 4u) << k;
+    for (const Transfer& t : e.rounds[k].transfers) {
+      EXPECT_EQ(t.to, (t.from + 1) % 4);
+      EXPECT_EQ(t.bytes, 16u);
+      EXPECT_EQ(t.reduce, k < 3) << "reduce-scatter first, then allgather";
+    }
+  }
+  // On a uniform fabric the simulation is the cost model's formula.
+  EXPECT_NEAR(e.result.seconds, e.plan.algorithm->cost(e.plan.shape, e.plan.link), 1e-9);
+  const std::string text = explain_text(e, run);
+  EXPECT_NE(text.find("cost: 2(n-1) a + (n-1)/n S (2 b + g)"), std::string::npos) << text;
+  const std::string svg = explain_svg(e, run);
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 30, true);
+  EXPECT_NE(svg.find("repeatCount=\"indefinite\""), std::string::npos);
+  EXPECT_THROW(teaching_cluster(6, 4), Error);
 }
 
 }  // namespace
