@@ -216,7 +216,10 @@ void run_sweep(const Options& o, const coll::sim::Cluster& cluster, const coll::
   std::printf("plot: %s\n", o.sweep.c_str());
   // A PNG too, where gnuplot is installed: it draws the same data.
   if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) return;
-  const std::string data = o.sweep + ".dat", png = o.sweep.substr(0, o.sweep.rfind('.')) + ".png";
+  const std::string data = o.sweep + ".dat",
+                    png = o.sweep.substr(
+                              0, o.sweep.rfind('.') == std::string::npos ? o.sweep.size() : o.sweep.rfind('.')) +
+                          ".png";
   std::ofstream d(data);
   for (size_t i = 0; i < s.sizes.size(); ++i) {
     d << s.sizes[i];
