@@ -1,9 +1,12 @@
 #include "sim/cluster.h"
 
 #include "base/error.h"
+#include "topology/load.h"
+#include "topology/paths.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -64,9 +67,39 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
   c.name = j.is_object() && j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : origin;
   c.nodes = in.integer(j, "nodes", "the cluster", 1);
   const Json& node = in.field(j, "node", "the cluster");
-  c.gpus_per_node = in.integer(node, "gpus", "node", 1);
-  c.nics_per_node = in.integer(node, "nics", "node", 1);
-  c.gpu_link_bytes_per_s = in.number(node, "gpu_link_gbps", "node", 1e-9) * kGbit;
+  std::vector<int> nic_of_gpu;  // empty: GPUs share the NICs evenly, in order
+  if (node.is_object() && node.contains("topology")) {
+    // A machine capture: its GPUs, its NICs, the NIC each GPU uses (coll's own pairing), its NVLink speed.
+    const Json& file = node["topology"];
+    if (!file.is_string()) fail(Code::kInvalidArgument, origin, ": node.topology must be a file name");
+    // A relative name is found next to the cluster file first.
+    std::string path = file.get<std::string>();
+    const size_t slash = origin.rfind('/');
+    if (!path.empty() && path[0] != '/' && slash != std::string::npos &&
+        std::ifstream(origin.substr(0, slash + 1) + path).good())
+      path = origin.substr(0, slash + 1) + path;
+    const topo::Topology t = topo::load_file(path);
+    if (t.gpus.empty() || t.nics.empty())
+      fail(Code::kInvalidArgument, origin, ": node.topology ", file.get<std::string>(), " has ", t.gpus.size(),
+           " GPUs and ", t.nics.size(), " NICs; a node of the cluster needs both");
+    c.gpus_per_node = static_cast<int>(t.gpus.size());
+    c.nics_per_node = static_cast<int>(t.nics.size());
+    nic_of_gpu = topo::nic_for_each_gpu(t);
+    double nvlink = 0;  // GB/s, the fastest GPU's NVLinks together
+    for (int g : t.gpus) {
+      double sum = 0;
+      for (const topo::NvLink& l : t.nvlinks)
+        if (l.a == g || l.b == g) sum += l.gbps;
+      nvlink = std::max(nvlink, sum);
+    }
+    c.gpu_link_bytes_per_s = in.number_or(node, "gpu_link_gbps", "node", 1e-9, nvlink * 8) * kGbit;
+    if (c.gpu_link_bytes_per_s <= 0)
+      fail(Code::kInvalidArgument, origin, ": node.topology has no NVLink: give node.gpu_link_gbps");
+  } else {
+    c.gpus_per_node = in.integer(node, "gpus", "node", 1);
+    c.nics_per_node = in.integer(node, "nics", "node", 1);
+    c.gpu_link_bytes_per_s = in.number(node, "gpu_link_gbps", "node", 1e-9) * kGbit;
+  }
   c.nic_bytes_per_s = in.number(j, "nic_gbps", "the cluster", 1e-9) * kGbit;
   const Json lat = j.contains("latency_us") ? j["latency_us"] : Json::object();
   const double gpu_latency = in.number_or(lat, "gpu_link", "latency_us", 0, 0.5) * 1e-6;
@@ -150,7 +183,8 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     }
   for (int r = 0; r < nranks; ++r) {
     const int n = r / c.gpus_per_node, g = r % c.gpus_per_node;
-    const int port = n * nics + g * nics / c.gpus_per_node;  // GPUs share the NICs evenly, in order
+    const int nic = nic_of_gpu.empty() ? g * nics / c.gpus_per_node : nic_of_gpu[static_cast<size_t>(g)];
+    const int port = n * nics + nic;
     Fabric::Place place;
     place.node = n;
     const std::string name = "node" + std::to_string(n) + ".gpu" + std::to_string(g);

@@ -10,6 +10,8 @@
 #include "sim/failures.h"
 #include "sim/maxmin.h"
 #include "sim/sweep.h"
+#include "topology/load.h"
+#include "topology/paths.h"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +65,28 @@ TEST(Cluster, RailOptimisedPutsEachNicIndexOnItsOwnLeaf) {
   // GPU 0 of node 0 to GPU 0 of node 1: rail 0's leaf; GPU 0 to GPU 1 of the other node: across rails.
   EXPECT_EQ(f.route(0, 2).size(), 2u);
   EXPECT_EQ(f.route(0, 3).size(), 4u);
+}
+
+TEST(Cluster, ANodeMayBeAMachineCapture) {
+  // AWS p4d.24xlarge's NCCL topology file: 8 GPUs, 4 NICs, each NIC shared by the 2 GPUs on its switch.
+  const std::string file = COLL_TEST_DATA_DIR "/topology/nccl/p4d-24xl-topo.xml";
+  const Cluster c = parse_cluster(R"({"nodes": 2, "node": {"topology": ")" + file + R"(", "gpu_link_gbps": 2400},
+      "nic_gbps": 100, "network": {"levels": [{"ports": 8}]}})",
+                                  "t");
+  EXPECT_EQ(c.gpus_per_node, 8);
+  EXPECT_EQ(c.nics_per_node, 4);
+  const std::vector<int> pairing = topo::nic_for_each_gpu(topo::load_file(file));
+  ASSERT_EQ(pairing.size(), 8u);
+  for (int g = 0; g < 8; ++g)
+    EXPECT_EQ(c.fabric.link(c.fabric.place(g).nic_up).name, "node0.nic" + std::to_string(pairing[size_t(g)]) + ".up");
+  try {
+    parse_cluster(R"({"nodes": 2, "node": {"topology": ")" + file + R"("}, "nic_gbps": 100,
+        "network": {"levels": [{"ports": 8}]}})",
+                  "t");
+    FAIL() << "accepted without NVLink";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no NVLink: give node.gpu_link_gbps"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Cluster, ABadFileIsRefusedNamingTheField) {
