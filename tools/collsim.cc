@@ -26,6 +26,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -232,19 +233,18 @@ void run_sweep(const Options& o, const coll::sim::Cluster& cluster, const coll::
   std::string quoted_title = title;
   for (char& ch : quoted_title)
     if (ch == '\'') ch = ' ';
-  std::string plot = std::string("set terminal ") + (cairo ? "pngcairo" : "png") + " noenhanced size 900,540\n" +
-                     "set output '" + png + "'\nset logscale x 2\nset format x '%.0b %BB'\nset xlabel 'size'\n" +
-                     "set ylabel 'busbw (GB/s)'\nset key left top\nset title '" + quoted_title + "'\n";
+  std::ostringstream plot;
+  plot << "set terminal " << (cairo ? "pngcairo" : "png") << " noenhanced size 900,540\nset output '" << png
+       << "'\nset logscale x 2\nset format x '%.0b %BB'\nset xlabel 'size'\nset ylabel 'busbw (GB/s)'\n"
+       << "set key left top\nset title '" << quoted_title << "'\n";
   for (const coll::sim::Sweep::Crossover& c : s.crossovers)
-    plot += "set arrow from " + std::to_string(c.bytes) + ", graph 0 to " + std::to_string(c.bytes) +
-            ", graph 1 nohead dashtype 2\nset label '" + c.from + " -> " + c.to + "' at " + std::to_string(c.bytes) +
-            ", graph 0.97 offset 0.5,0\n";
-  plot += "plot";
+    plot << "set arrow from " << c.bytes << ", graph 0 to " << c.bytes << ", graph 1 nohead dashtype 2\nset label '"
+         << c.from << " -> " << c.to << "' at " << c.bytes << ", graph 0.97 offset 0.5,0\n";
+  plot << "plot";
   for (size_t a = 0; a < algos.size(); ++a)
-    plot += (a ? "," : "") + std::string(" '") + data + "' using 1:" + std::to_string(a + 2) +
-            " with linespoints title '" + algos[a] + "'";
+    plot << (a ? "," : "") << " '" << data << "' using 1:" << a + 2 << " with linespoints title '" << algos[a] << "'";
   const std::string script = o.sweep + ".gp";
-  std::ofstream(script) << plot << "\n";
+  std::ofstream(script) << plot.str() << "\n";
   if (std::system(("gnuplot '" + script + "' 2>/dev/null").c_str()) == 0) std::printf("plot: %s\n", png.c_str());
   std::remove(script.c_str());
   std::remove(data.c_str());

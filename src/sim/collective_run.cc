@@ -82,8 +82,8 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
   algo::Selector selector("", model);
   selector.set_link_class(p.link_class);
   p.auto_choice = selector.choose(shape).name;
-  p.algorithm = &algo::find_algorithm(
-      run.collective, run.algorithm.empty() || run.algorithm == "auto" ? p.auto_choice : run.algorithm);
+  p.algorithm = &algo::find_algorithm(run.collective,
+                                      run.algorithm.empty() || run.algorithm == "auto" ? p.auto_choice : run.algorithm);
   p.schedules.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     shape.rank = r;

@@ -1,6 +1,7 @@
 #include "sim/sweep.h"
 
 #include "algorithms/select.h"
+#include "sim/appendf.h"
 
 #include <algorithm>
 #include <cmath>
@@ -76,44 +77,40 @@ std::string sweep_svg(const Sweep& s, const std::string& title) {
   auto Y = [&](double gbs) { return h - bottom - gbs / ymax * (h - top - bottom); };
   const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
   std::string svg;
-  char buf[512];
-  auto add = [&](const char* fmt, auto... args) {
-    std::snprintf(buf, sizeof buf, fmt, args...);
-    svg += buf;
-  };
-  add("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" font-family=\"sans-serif\" "
-      "font-size=\"12\">\n",
-      w, h);
-  add("<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-  add("<text x=\"%g\" y=\"22\" font-size=\"14\">%s</text>\n", left, escaped(title).c_str());
-  add("<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", left, h - bottom, w - right, h - bottom);
-  add("<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", left, top, left, h - bottom);
+  appendf(svg,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" font-family=\"sans-serif\" "
+          "font-size=\"12\">\n",
+          w, h);
+  appendf(svg, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  appendf(svg, "<text x=\"%g\" y=\"22\" font-size=\"14\">%s</text>\n", left, escaped(title).c_str());
+  appendf(svg, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", left, h - bottom, w - right,
+          h - bottom);
+  appendf(svg, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", left, top, left, h - bottom);
   for (size_t bytes : s.sizes)
-    add("<text x=\"%g\" y=\"%g\" text-anchor=\"middle\" font-size=\"10\">%s</text>\n", X(static_cast<double>(bytes)),
-        h - bottom + 15, size_label(static_cast<double>(bytes)).c_str());
+    appendf(svg, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\" font-size=\"10\">%s</text>\n",
+            X(static_cast<double>(bytes)), h - bottom + 15, size_label(static_cast<double>(bytes)).c_str());
   for (int k = 0; k <= 4; ++k)
-    add("<text x=\"%g\" y=\"%g\" text-anchor=\"end\" font-size=\"10\">%.3g</text>\n", left - 5, Y(ymax * k / 4) + 4,
-        ymax * k / 4);
-  add("<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">message size</text>\n", (left + w - right) / 2, h - 10);
-  add("<text x=\"15\" y=\"%g\" transform=\"rotate(-90 15 %g)\" text-anchor=\"middle\">busbw (GB/s)</text>\n",
-      (top + h - bottom) / 2, (top + h - bottom) / 2);
+    appendf(svg, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\" font-size=\"10\">%.3g</text>\n", left - 5,
+            Y(ymax * k / 4) + 4, ymax * k / 4);
+  appendf(svg, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">message size</text>\n", (left + w - right) / 2, h - 10);
+  appendf(svg, "<text x=\"15\" y=\"%g\" transform=\"rotate(-90 15 %g)\" text-anchor=\"middle\">busbw (GB/s)</text>\n",
+          (top + h - bottom) / 2, (top + h - bottom) / 2);
   for (size_t a = 0; a < s.algorithms.size(); ++a) {
     const char* colour = colours[a % 7];
     std::string points;
     for (size_t i = 0; i < s.sizes.size(); ++i) {
-      std::snprintf(buf, sizeof buf, "%.1f,%.1f ", X(static_cast<double>(s.sizes[i])), Y(s.busbw[i][a] / 1e9));
-      points += buf;
+      appendf(points, "%.1f,%.1f ", X(static_cast<double>(s.sizes[i])), Y(s.busbw[i][a] / 1e9));
     }
-    add("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>\n", colour, points.c_str());
-    add("<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", w - right + 10, top + 18.0 * static_cast<double>(a + 1),
-        colour, s.algorithms[a].c_str());
+    appendf(svg, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>\n", colour, points.c_str());
+    appendf(svg, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", w - right + 10,
+            top + 18.0 * static_cast<double>(a + 1), colour, s.algorithms[a].c_str());
   }
   for (const Sweep::Crossover& c : s.crossovers) {
     const double x = X(static_cast<double>(c.bytes));
-    add("<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"gray\" stroke-dasharray=\"4 3\"/>\n", x, top, x,
-        h - bottom);
-    add("<text x=\"%g\" y=\"%g\" font-size=\"10\" fill=\"gray\">%s &#8594; %s</text>\n", x + 3, top + 10,
-        c.from.c_str(), c.to.c_str());
+    appendf(svg, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"gray\" stroke-dasharray=\"4 3\"/>\n", x, top,
+            x, h - bottom);
+    appendf(svg, "<text x=\"%g\" y=\"%g\" font-size=\"10\" fill=\"gray\">%s &#8594; %s</text>\n", x + 3, top + 10,
+            c.from.c_str(), c.to.c_str());
   }
   svg += "</svg>\n";
   return svg;
