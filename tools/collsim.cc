@@ -245,7 +245,10 @@ void run_sweep(const Options& o, const coll::sim::Cluster& cluster, const coll::
     plot << (a ? "," : "") << " '" << data << "' using 1:" << a + 2 << " with linespoints title '" << algos[a] << "'";
   const std::string script = o.sweep + ".gp";
   std::ofstream(script) << plot.str() << "\n";
-  if (std::system(("gnuplot '" + script + "' 2>/dev/null").c_str()) == 0) std::printf("plot: %s\n", png.c_str());
+  std::string quoted = "'";  // the path in single quotes for the shell, its own quotes escaped
+  for (char ch : script) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  quoted += "'";
+  if (std::system(("gnuplot " + quoted + " 2>/dev/null").c_str()) == 0) std::printf("plot: %s\n", png.c_str());
   std::remove(script.c_str());
   std::remove(data.c_str());
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace coll::sim {
@@ -85,11 +86,13 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     c.gpus_per_node = static_cast<int>(t.gpus.size());
     c.nics_per_node = static_cast<int>(t.nics.size());
     nic_of_gpu = topo::nic_for_each_gpu(t);
-    double nvlink = 0;  // GB/s, the fastest GPU's NVLinks together
+    double nvlink = 0;  // GB/s, the fastest GPU's NVLinks together, each pair once (files list both ends)
     for (int g : t.gpus) {
-      double sum = 0;
+      std::map<int, double> to;
       for (const topo::NvLink& l : t.nvlinks)
-        if (l.a == g || l.b == g) sum += l.gbps;
+        if (l.a == g || l.b == g) to[l.a == g ? l.b : l.a] = std::max(to[l.a == g ? l.b : l.a], l.gbps);
+      double sum = 0;
+      for (const auto& [peer, gbps] : to) sum += gbps;
       nvlink = std::max(nvlink, sum);
     }
     c.gpu_link_bytes_per_s = in.number_or(node, "gpu_link_gbps", "node", 1e-9, nvlink * 8) * kGbit;
@@ -127,7 +130,6 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
   if (ranks < 0 || ranks > total)
     fail(Code::kInvalidArgument, origin, ": ", ranks, " ranks asked for; the cluster has ", total, " GPUs");
   const int nranks = ranks == 0 ? total : ranks;
-  const int used_nodes = (nranks + c.gpus_per_node - 1) / c.gpus_per_node;
 
   // The switch groups each NIC port is in, level by level.
   Fabric& f = c.fabric;
@@ -174,8 +176,9 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
   }
   c.uplinks = up_link;
   c.downlinks = down_link;
+  // Every node's NICs, so that failed_links may name any (the unused ones carry nothing).
   std::vector<int> nic_up, nic_down;
-  for (int n = 0; n < used_nodes; ++n)
+  for (int n = 0; n < c.nodes; ++n)
     for (int i = 0; i < nics; ++i) {
       const std::string name = "node" + std::to_string(n) + ".nic" + std::to_string(i);
       nic_up.push_back(f.add_link(name + ".up", c.nic_bytes_per_s, hop_latency, 1));
@@ -224,8 +227,9 @@ void fail_cable(Fabric& f, const std::string& name, const std::string& origin) {
       fail(Code::kInvalidArgument, origin, ": failed link '", name,
            "' is not in the cluster (names: node3.nic5, leaf12, pod2 ", "and the like, as collsim prints them)");
     Link& l = f.link(id);
-    if (l.cables == 0)
+    if (!l.network)
       fail(Code::kInvalidArgument, origin, ": '", name, "' is not a network link (NVLink does not fail here)");
+    if (l.cables == 0) fail(Code::kInvalidArgument, origin, ": every cable of '", name, "' has failed already");
     l.bytes_per_s -= l.bytes_per_s / l.cables;
     --l.cables;
   }

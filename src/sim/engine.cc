@@ -223,8 +223,9 @@ class Run {
     bool any = false;
     for (size_t i = 0; i < flows_.size();) {
       Flow& f = flows_[i];
-      // Within a part in a billion of the bytes (or a byte): rounding of the steps in time.
-      if (f.left > 1e-9 * static_cast<double>(p_.step[f.send]->bytes) + 1e-6) {
+      // Within a part in a billion of the bytes (or a byte): rounding of the steps in time; or
+      // what is left would end within the resolution of the clock (late in a long run).
+      if (f.left > 1e-9 * static_cast<double>(p_.step[f.send]->bytes) + 1e-6 && now_ + f.left / f.rate > now_) {
         ++i;
         continue;
       }

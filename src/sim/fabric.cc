@@ -5,7 +5,7 @@
 namespace coll::sim {
 
 int Fabric::add_link(std::string name, double bytes_per_s, double latency_s, int cables) {
-  links_.push_back(Link{std::move(name), bytes_per_s, latency_s, cables});
+  links_.push_back(Link{std::move(name), bytes_per_s, latency_s, cables, cables > 0});
   return static_cast<int>(links_.size()) - 1;
 }
 

@@ -22,7 +22,8 @@ struct Link {
   std::string name;  // "node3.gpu5.up", "leaf12.up", ...
   double bytes_per_s = 0;
   double latency_s = 0;
-  int cables = 0;  // network cables it aggregates (a NIC's: 1); 0: not a network link (NVLink)
+  int cables = 0;        // network cables it aggregates (a NIC's: 1) and that still work
+  bool network = false;  // a NIC's or a switch's, which can fail; not NVLink
 };
 
 class Fabric {

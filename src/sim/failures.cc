@@ -32,7 +32,8 @@ std::vector<Degraded> one_cable_lost(const Cluster& cluster, const CollectiveRun
     for (const auto* links : {&cluster.uplinks, &cluster.downlinks})
       for (const std::vector<int>& level : *links)
         for (int l : level)
-          if (carried[static_cast<size_t>(l)] > 0 &&
+          // Of the links with a cable to spare: a link of one cable lost cuts the cluster in two.
+          if (carried[static_cast<size_t>(l)] > 0 && cluster.fabric.link(l).cables > 1 &&
               (busiest < 0 || carried[static_cast<size_t>(l)] > carried[static_cast<size_t>(busiest)]))
             busiest = l;
     if (busiest >= 0) {

@@ -31,7 +31,8 @@ struct Degraded {
 };
 
 // For each algorithm: its time, and its time with one cable gone from the
-// switch uplink that carried the most in the healthy run.
+// switch uplink of more than one cable that carried the most in the healthy
+// run (failed_link stays empty where no such link carried anything).
 std::vector<Degraded> one_cable_lost(const Cluster& cluster, const CollectiveRun& run,
                                      const std::vector<std::string>& algorithms);
 

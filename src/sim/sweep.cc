@@ -1,6 +1,7 @@
 #include "sim/sweep.h"
 
 #include "algorithms/select.h"
+#include "base/error.h"
 #include "sim/appendf.h"
 
 #include <algorithm>
@@ -22,9 +23,15 @@ Sweep sweep(const Cluster& cluster, const CollectiveRun& base, size_t min_bytes,
             const std::vector<std::string>& algorithms) {
   Sweep s;
   s.algorithms = algorithms;
+  if (min_bytes > max_bytes)
+    fail(Code::kInvalidArgument, "sweep: the smallest size (", min_bytes, ") is larger than the largest (", max_bytes,
+         ")");
   for (size_t b = std::max<size_t>(min_bytes, base.elem_size); b <= max_bytes; b *= 4) {
     s.sizes.push_back(b);
-    if (b > max_bytes / 4 && b != max_bytes) s.sizes.push_back(max_bytes);
+    if (b > max_bytes / 4) {  // the next would pass max_bytes (or overflow)
+      if (b != max_bytes) s.sizes.push_back(max_bytes);
+      break;
+    }
   }
   std::string best_before;
   for (size_t bytes : s.sizes) {

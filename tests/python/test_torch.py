@@ -115,6 +115,15 @@ def test_futures_complete_in_order_while_the_caller_works():
         chained = dist.all_reduce(torch.ones(5), async_op=True).get_future().then(lambda f: f.value()[0] * 2)
         assert torch.equal(chained.wait(), torch.full((5,), 2.0 * n))
 
+        # A callback that waits for another collective of the group, as PowerSGD's hook does.
+        def nested(f):
+            y = torch.full((3,), 2.0)
+            dist.all_reduce(y, async_op=True).get_future().wait()
+            return f.value()[0] + y
+
+        both = dist.all_reduce(torch.ones(3), async_op=True).get_future().then(nested)
+        assert torch.equal(both.wait(), torch.full((3,), 3.0 * n))
+
     run(3, body)
 
 
@@ -153,6 +162,8 @@ def test_bad_input_is_refused_with_the_reason():
             dist.all_reduce(torch.zeros(3, dtype=torch.uint16))
         with pytest.raises(Exception, match="BAND|reduce op"):
             dist.all_reduce(torch.zeros(3, dtype=torch.int32), op=dist.ReduceOp.BAND)
+        with pytest.raises(Exception, match="Double where Float is expected|dtype"):
+            dist.all_gather_into_tensor(torch.zeros(2 * n, dtype=torch.float64), torch.zeros(2))
         with pytest.raises(Exception, match="split sizes"):
             dist.all_to_all_single(torch.zeros(3), torch.zeros(3), [1, 2], [2, 1])
         dist.barrier()  # still usable

@@ -228,6 +228,35 @@ TEST(Failures, ALostUplinkCableSlowsWhatCrossesIt) {
   EXPECT_GT(d[1].failed_s, d[1].healthy_s * 1.1);
 }
 
+TEST(Simulate, ASmallMessageLateInALongRunStillEnds) {
+  // After 1 s of per-message cost the clock's resolution exceeds what 4 bytes take at 19.5 GB/s.
+  const Cluster c = parse_cluster(R"({"nodes": 1, "node": {"gpus": 2, "nics": 1, "gpu_link_gbps": 156},
+      "nic_gbps": 100, "costs": {"alpha_us": 1000000}, "network": {"levels": [{"ports": 8}]}})",
+                                  "t");
+  const Prediction p = predict(c, CollectiveRun{algo::Collective::kBroadcast, 4, 4, ""});
+  EXPECT_NEAR(p.result.seconds, 1.0 + 2e-6, 1e-6);
+}
+
+TEST(Failures, OnlyLinksWithACableToSpareAreFailedAndFailuresAreCounted) {
+  // Leaves of 2 NICs at 2:1 have one cable up: losing it would cut the cluster, so none is failed.
+  const Cluster c = parse_cluster(R"({"nodes": 4, "node": {"gpus": 1, "nics": 1, "gpu_link_gbps": 800},
+      "nic_gbps": 80, "network": {"levels": [{"ports": 2, "oversubscription": 2}]}})",
+                                  "t");
+  const std::vector<Degraded> d =
+      one_cable_lost(c, CollectiveRun{algo::Collective::kAllreduce, 1 << 20, 4, ""}, {"ring"});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].failed_link.empty());
+  EXPECT_EQ(d[0].failed_s, d[0].healthy_s);
+  // Any node's NIC may be named, also with fewer ranks; a cable cannot fail twice.
+  EXPECT_NO_THROW(parse_cluster(two_level(R"(, "failed_links": ["node3.nic0"])"), "t", 2));
+  try {
+    parse_cluster(two_level(R"(, "failed_links": ["leaf0", "leaf0"])"), "t");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("every cable of 'leaf0' has failed already"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Sweep, FindsWhereTheFastestAlgorithmChanges) {
   const Cluster c = parse_cluster(two_level(R"(, "chunk_bytes": 65536)"), "t");
   CollectiveRun run{algo::Collective::kAllreduce, 0, 4, ""};
@@ -240,6 +269,9 @@ TEST(Sweep, FindsWhereTheFastestAlgorithmChanges) {
   ASSERT_EQ(s.crossovers.size(), 1u);
   EXPECT_EQ(s.crossovers[0].from, "recursive_doubling");
   EXPECT_EQ(s.crossovers[0].to, "ring");
+  EXPECT_THROW(sweep(c, run, 4096, 1024, {"ring"}), Error);  // smallest above largest
+  const Sweep top = sweep(c, run, size_t{1} << 20, (size_t{1} << 20) * 5, {"ring"});
+  EXPECT_EQ(top.sizes, (std::vector<size_t>{size_t{1} << 20, size_t{4} << 20, size_t{5} << 20}));
   const std::string svg = sweep_svg(s, "a <title> & more");
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
   EXPECT_NE(svg.find("recursive_doubling &#8594; ring"), std::string::npos);

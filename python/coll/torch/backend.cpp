@@ -11,10 +11,12 @@
 #include <coll/coll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -41,11 +43,25 @@ class CollBackend : public c10d::Backend {
       stopping_ = true;
     }
     cv_.notify_all();
-    waiter_.join();
+    // Completions may run Python callbacks, which need the GIL this thread may hold.
+    auto drain = [&] {
+      waiter_.join();
+      while (completing_->load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
+    if (PyGILState_Check()) {
+      pybind11::gil_scoped_release nogil;
+      drain();
+    } else {
+      drain();
+    }
     coll_comm_destroy(comm_);
   }
 
   const std::string getBackendName() const override { return "coll"; }
+
+  // Pending and later operations fail at once (coll_comm_abort), on every
+  // rank that aborts; the waiter and its futures see the error.
+  void abort() override { coll_comm_abort(comm_); }
 
   c10::intrusive_ptr<Options> getBackendOptions() override { return c10::make_intrusive<Options>("coll", timeout_); }
 
@@ -147,6 +163,7 @@ class CollBackend : public c10d::Backend {
     at::Tensor& in = inputs[0];
     check_tensor(in, "the allgather's input");
     TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(), "coll: allgather needs ", getSize(), " outputs");
+    for (const at::Tensor& o : outputs[0]) check_like(o, in, 1, "an allgather output");
     at::Tensor flat = at::empty({in.numel() * getSize()}, in.options());
     std::vector<at::Tensor> outs = outputs[0];
     return issue(
@@ -154,26 +171,31 @@ class CollBackend : public c10d::Backend {
         [&](coll_request_t* r) {
           return coll_allgather_async(in.data_ptr(), flat.data_ptr(), in.numel(), dtype_of(in), comm_, nullptr, r);
         },
-        [flat, outs]() mutable { unflatten_into(flat, outs); });
+        [flat, outs]() mutable { unflatten_into(flat, outs); }, {in});
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in,
                                                  const c10d::AllgatherOptions&) override {
     check_tensor(in, "the allgather's input");
-    check_tensor(out, "the allgather's output");
-    TORCH_CHECK(out.numel() == in.numel() * getSize(), "coll: the allgather's output must be ", getSize(),
-                " times the input");
+    check_like(out, in, getSize(), "the allgather's output");
     std::vector<at::Tensor> outs{out};
-    return issue(c10d::OpType::_ALLGATHER_BASE, outs, [&](coll_request_t* r) {
-      return coll_allgather_async(in.data_ptr(), out.data_ptr(), in.numel(), dtype_of(in), comm_, nullptr, r);
-    });
+    return issue(c10d::OpType::_ALLGATHER_BASE, outs,
+                 [&](coll_request_t* r) {
+                   return coll_allgather_async(in.data_ptr(), out.data_ptr(), in.numel(), dtype_of(in), comm_, nullptr,
+                                               r);
+                 },
+                 {}, {in});
   }
 
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outs,
                                                                  std::vector<at::Tensor>& ins,
                                                                  const c10d::AllgatherOptions&) override {
-    return each(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outs, ins.size(), [&](size_t k, coll_request_t* r) {
+    TORCH_CHECK(outs.size() == ins.size(), "coll: ", ins.size(), " allgather inputs but ", outs.size(), " outputs");
+    for (size_t k = 0; k < ins.size(); ++k) {
       check_tensor(ins[k], "an allgather input");
+      check_like(outs[k], ins[k], getSize(), "an allgather output");
+    }
+    return each(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outs, ins, [&](size_t k, coll_request_t* r) {
       return coll_allgather_async(ins[k].data_ptr(), outs[k].data_ptr(), ins[k].numel(), dtype_of(ins[k]), comm_,
                                   nullptr, r);
     });
@@ -185,6 +207,8 @@ class CollBackend : public c10d::Backend {
     TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1, "coll: reduce_scatter takes one tensor per rank");
     at::Tensor& out = outputs[0];
     check_tensor(out, "the reduce_scatter's output");
+    TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), "coll: reduce_scatter needs ", getSize(), " inputs");
+    for (const at::Tensor& i : inputs[0]) check_like(i, out, 1, "a reduce_scatter input");
     at::Tensor flat = at::cat(flatten_all(inputs[0]));
     return issue(
         c10d::OpType::REDUCE_SCATTER, outputs,
@@ -197,22 +221,27 @@ class CollBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
                                                       const c10d::ReduceScatterOptions& opts) override {
-    check_tensor(in, "the reduce_scatter's input");
     check_tensor(out, "the reduce_scatter's output");
-    TORCH_CHECK(in.numel() == out.numel() * getSize(), "coll: the reduce_scatter's input must be ", getSize(),
-                " times the output");
+    check_like(in, out, getSize(), "the reduce_scatter's input");
     std::vector<at::Tensor> outs{out};
-    return issue(c10d::OpType::_REDUCE_SCATTER_BASE, outs, [&](coll_request_t* r) {
-      return coll_reduce_scatter_async(in.data_ptr(), out.data_ptr(), out.numel(), dtype_of(out), op_of(opts.reduceOp),
-                                       comm_, nullptr, r);
-    });
+    return issue(c10d::OpType::_REDUCE_SCATTER_BASE, outs,
+                 [&](coll_request_t* r) {
+                   return coll_reduce_scatter_async(in.data_ptr(), out.data_ptr(), out.numel(), dtype_of(out),
+                                                    op_of(opts.reduceOp), comm_, nullptr, r);
+                 },
+                 {}, {in});
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outs,
                                                                  std::vector<at::Tensor>& ins,
                                                                  const c10d::ReduceScatterOptions& opts) override {
-    return each(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outs, ins.size(), [&](size_t k, coll_request_t* r) {
-      check_tensor(ins[k], "a reduce_scatter input");
+    TORCH_CHECK(outs.size() == ins.size(), "coll: ", ins.size(), " reduce_scatter inputs but ", outs.size(),
+                " outputs");
+    for (size_t k = 0; k < ins.size(); ++k) {
+      check_tensor(outs[k], "a reduce_scatter output");
+      check_like(ins[k], outs[k], getSize(), "a reduce_scatter input");
+    }
+    return each(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outs, ins, [&](size_t k, coll_request_t* r) {
       return coll_reduce_scatter_async(ins[k].data_ptr(), outs[k].data_ptr(), outs[k].numel(), dtype_of(outs[k]),
                                        op_of(opts.reduceOp), comm_, nullptr, r);
     });
@@ -223,13 +252,16 @@ class CollBackend : public c10d::Backend {
     TORCH_CHECK(out_splits.empty() && in_splits.empty(),
                 "coll: alltoall_single with split sizes is not supported (equal blocks only)");
     check_tensor(in, "the alltoall's input");
-    check_tensor(out, "the alltoall's output");
-    TORCH_CHECK(in.numel() == out.numel() && in.numel() % getSize() == 0, "coll: alltoall needs equal blocks");
+    check_like(out, in, 1, "the alltoall's output");
+    TORCH_CHECK(in.numel() % getSize() == 0, "coll: alltoall needs equal blocks: ", in.numel(),
+                " elements do not divide by ", getSize(), " ranks");
     std::vector<at::Tensor> outs{out};
-    return issue(c10d::OpType::ALLTOALL_BASE, outs, [&](coll_request_t* r) {
-      return coll_alltoall_async(in.data_ptr(), out.data_ptr(), in.numel() / getSize(), dtype_of(in), comm_, nullptr,
-                                 r);
-    });
+    return issue(c10d::OpType::ALLTOALL_BASE, outs,
+                 [&](coll_request_t* r) {
+                   return coll_alltoall_async(in.data_ptr(), out.data_ptr(), in.numel() / getSize(), dtype_of(in),
+                                              comm_, nullptr, r);
+                 },
+                 {}, {in});
   }
 
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst,
@@ -270,11 +302,15 @@ class CollBackend : public c10d::Backend {
     }
   }
 
+  // One operation, one Work, which holds `inputs` (and the outputs) until done.
+  // Issued and queued under one lock, so that the queue has coll's order
+  // when several threads issue on the group.
   template <typename Start>
   c10::intrusive_ptr<c10d::Work> issue(c10d::OpType type, std::vector<at::Tensor>& outputs, Start&& start,
-                                       std::function<void()> then = {}) {
-    auto work = c10::make_intrusive<CollWork>(type, outputs);
+                                       std::function<void()> then = {}, std::vector<at::Tensor> inputs = {}) {
+    auto work = c10::make_intrusive<CollWork>(type, outputs, std::move(inputs));
     work->then = std::move(then);
+    std::lock_guard<std::mutex> issuing(issue_mutex_);
     coll_request_t r = nullptr;
     if (coll_result_t e = start(&r); e != COLL_SUCCESS)
       C10_THROW_ERROR(DistBackendError, std::string("coll: ") + coll_get_last_error(comm_));
@@ -283,20 +319,32 @@ class CollBackend : public c10d::Backend {
     return work;
   }
 
-  // Several operations, one Work (the coalesced forms).
+  // Several operations, one Work (the coalesced forms); the tensors are checked before.
   template <typename Start>
-  c10::intrusive_ptr<c10d::Work> each(c10d::OpType type, std::vector<at::Tensor>& outputs, size_t n, Start&& start) {
-    auto work = c10::make_intrusive<CollWork>(type, outputs);
-    for (size_t k = 0; k < n; ++k) {
+  c10::intrusive_ptr<c10d::Work> each(c10d::OpType type, std::vector<at::Tensor>& outputs,
+                                      const std::vector<at::Tensor>& inputs, Start&& start) {
+    auto work = c10::make_intrusive<CollWork>(type, outputs, inputs);
+    std::lock_guard<std::mutex> issuing(issue_mutex_);
+    for (size_t k = 0; k < inputs.size(); ++k) {
       coll_request_t r = nullptr;
       if (coll_result_t e = start(k, &r); e != COLL_SUCCESS) {
+        const std::string message = coll_get_last_error(comm_);
         for (coll_request_t issued : work->requests) coll_wait(issued);
-        C10_THROW_ERROR(DistBackendError, std::string("coll: ") + coll_get_last_error(comm_));
+        C10_THROW_ERROR(DistBackendError, "coll: " + message);
       }
       work->requests.push_back(r);
     }
     enqueue(work);
     return work;
+  }
+
+  // `t` is like `like`: a contiguous CPU tensor of its dtype, `times` as many elements.
+  static void check_like(const at::Tensor& t, const at::Tensor& like, int64_t times, const char* what) {
+    check_tensor(t, what);
+    TORCH_CHECK(t.scalar_type() == like.scalar_type(), "coll: ", what, " is ", t.scalar_type(), " where ",
+                like.scalar_type(), " is expected");
+    TORCH_CHECK(t.numel() == like.numel() * times, "coll: ", what, " has ", t.numel(), " elements where ",
+                like.numel() * times, " are expected");
   }
 
   void enqueue(const c10::intrusive_ptr<CollWork>& work) {
@@ -305,6 +353,18 @@ class CollBackend : public c10d::Backend {
       queue_.push_back(work);
     }
     cv_.notify_one();
+  }
+
+  // The future's callbacks run where it completes, and one may wait for a
+  // later operation of this group (PowerSGD's hook does): so never on the
+  // waiter thread, which must go on, nor on one shared thread, but each on
+  // a thread of its own.
+  void complete(c10::intrusive_ptr<CollWork> work, coll_result_t result, std::string message) {
+    completing_->fetch_add(1);
+    std::thread([work = std::move(work), result, message = std::move(message), completing = completing_] {
+      work->finish(result, message);
+      completing->fetch_sub(1);
+    }).detach();
   }
 
   // Completes the works in the order they were issued.
@@ -323,7 +383,7 @@ class CollBackend : public c10d::Backend {
         coll_result_t e = coll_wait(r);
         if (result == COLL_SUCCESS) result = e;
       }
-      work->finish(result, result == COLL_SUCCESS ? "" : coll_get_last_error(comm_));
+      complete(std::move(work), result, result == COLL_SUCCESS ? "" : coll_get_last_error(comm_));
     }
   }
 
@@ -334,6 +394,8 @@ class CollBackend : public c10d::Backend {
   std::condition_variable cv_;
   std::deque<c10::intrusive_ptr<CollWork>> queue_;
   bool stopping_ = false;
+  std::mutex issue_mutex_;
+  std::shared_ptr<std::atomic<int>> completing_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace

@@ -69,12 +69,14 @@ inline void check_tensor(const at::Tensor& t, const char* what) {
 }
 
 // One operation: coll's requests, then what to do once they are done
-// (copy a flattened result back), then its future completes.
+// (copy a flattened result back), then its future completes. It holds its
+// input and output tensors until then: coll reads and writes their memory.
 class CollWork : public c10d::Work {
  public:
-  CollWork(c10d::OpType type, std::vector<at::Tensor> outputs)
+  CollWork(c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs = {})
       : c10d::Work(-1, type),
         outputs_(std::move(outputs)),
+        inputs_(std::move(inputs)),
         future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
   bool isCompleted() override { return future_->completed(); }
@@ -90,23 +92,35 @@ class CollWork : public c10d::Work {
   void synchronize() override {}
 
   std::vector<coll_request_t> requests;
-  std::function<void()> then;  // on the waiter thread, before the future completes
+  std::function<void()> then;  // once the requests are done, before the future completes
 
+  // Runs `then` and completes the future, or fails it with coll's message.
+  // The future's callbacks run here, on the calling thread.
   void finish(coll_result_t result, const std::string& message) {
+    std::exception_ptr error;
     if (result != COLL_SUCCESS) {
       try {
         C10_THROW_ERROR(DistBackendError, "coll: " + message);
       } catch (...) {
-        future_->setError(std::current_exception());
+        error = std::current_exception();
       }
-      return;
+    } else {
+      try {
+        if (then) then();
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-    if (then) then();
-    future_->markCompleted(c10::IValue(outputs_));
+    inputs_.clear();
+    if (error)
+      future_->setError(error);
+    else
+      future_->markCompleted(c10::IValue(outputs_));
   }
 
  private:
   std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> inputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
