@@ -273,11 +273,6 @@ void run_failures(const Options& o, const coll::sim::Cluster& cluster, const col
   }
 }
 
-bool has_algorithm(coll::algo::Collective c, const std::string& name) {
-  const std::string names = ", " + coll::algo::algorithm_names(c) + ", ";
-  return names.find(", " + name + ", ") != std::string::npos;
-}
-
 }  // namespace
 
 int run_explain(const Options& o) {
@@ -288,7 +283,7 @@ int run_explain(const Options& o) {
   run.algorithm = o.explain;
   // Unless asked, 4 elements of 4 bytes a rank: few enough to read.
   run.bytes = o.size_given ? o.bytes : 16 * static_cast<size_t>(o.explain_ranks);
-  if (!has_algorithm(run.collective, o.explain))
+  if (!coll::algo::has_algorithm(run.collective, o.explain))
     die("--explain '" + o.explain + "': " + o.collective + " has " + coll::algo::algorithm_names(run.collective));
   const coll::sim::Explanation e = coll::sim::explain(cluster, run);
   std::fputs(coll::sim::explain_text(e, run).c_str(), stdout);
@@ -309,7 +304,7 @@ int main(int argc, char** argv) {
     run.collective = collective_of(o.collective);
     run.bytes = o.bytes;
     run.algorithm = o.algo;
-    if (o.algo != "auto" && !has_algorithm(run.collective, o.algo))
+    if (o.algo != "auto" && !coll::algo::has_algorithm(run.collective, o.algo))
       die("--algo '" + o.algo + "': " + o.collective + " has " + coll::algo::algorithm_names(run.collective));
     std::vector<StepTime> timeline;
     const coll::sim::Progress progress = progress_line();

@@ -101,13 +101,13 @@ Collective parse_collective(const std::string& name, const std::string& setting)
        "' (allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall, barrier, send, recv)");
 }
 
-bool has(Collective c, const std::string& name) {
+}  // namespace
+
+bool has_algorithm(Collective c, const std::string& name) {
   for (const Algorithm& a : all_algorithms())
     if (a.collective == c && name == a.name) return true;
   return false;
 }
-
-}  // namespace
 
 const char* collective_name(Collective c) {
   switch (c) {
@@ -230,14 +230,14 @@ Selector::Selector(const std::string& setting, CostModel model) : setting_(setti
       fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': '", item, "' is not collective:algorithm");
     Collective c = parse_collective(item.substr(0, colon), setting);
     std::string name = item.substr(colon + 1);
-    if (!has(c, name))
+    if (!has_algorithm(c, name))
       fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': ", collective_name(c), " has no algorithm '", name,
            "' (it has: ", algorithm_names(c), ")");
     named_[c] = name;
   }
 }
 
-bool Selector::fixed(Collective c) const { return named_.count(c) > 0 || (!all_.empty() && has(c, all_)); }
+bool Selector::fixed(Collective c) const { return named_.count(c) > 0 || (!all_.empty() && has_algorithm(c, all_)); }
 
 const Algorithm& Selector::choose(const CollShape& shape) {
   std::string wanted = named_.count(shape.collective) ? named_[shape.collective] : all_;

@@ -38,6 +38,9 @@ const char* cost_formula(const Algorithm& a);
 // ranks, so that its first, largest exchanges pair ranks of one node.
 Schedule build_schedule(const Algorithm& a, const CollShape& shape);
 
+// Whether a collective has an algorithm of that name.
+bool has_algorithm(Collective c, const std::string& name);
+
 // The algorithm of that name for a collective; kInternal if there is none.
 const Algorithm& find_algorithm(Collective c, const std::string& name);
 
