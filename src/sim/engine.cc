@@ -194,8 +194,11 @@ class Run {
     if (timeline_ != nullptr) {
       const algo::Step& s = *p_.step[id];
       const int r = p_.rank_of[id];
-      timeline_->push_back(StepTime{r, static_cast<int>(id - p_.first[static_cast<size_t>(r)]), s.kind, s.peer, s.bytes,
-                                    start_[id], now_});
+      const size_t partner = p_.partner[id];
+      const int peer_step =
+          partner == SIZE_MAX ? -1 : static_cast<int>(partner - p_.first[static_cast<size_t>(s.peer)]);
+      timeline_->push_back(StepTime{r, static_cast<int>(id - p_.first[static_cast<size_t>(r)]), s.kind, s.peer,
+                                    peer_step, s.bytes, start_[id], now_});
     }
     for (size_t next : p_.dependents[id])
       if (--p_.waiting[next] == 0) ready(next, now_);

@@ -23,6 +23,7 @@ struct StepTime {
   int step = 0;
   algo::OpKind kind = algo::OpKind::kCopy;
   int peer = -1;
+  int peer_step = -1;  // a send's receive, or a receive's send: its step on the peer
   size_t bytes = 0;
   double start_s = 0;  // its dependencies were done
   double end_s = 0;

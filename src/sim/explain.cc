@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
+#include <tuple>
 
 namespace coll::sim {
 namespace {
@@ -57,27 +57,18 @@ Explanation explain(const Cluster& cluster, const CollectiveRun& run) {
   std::vector<StepTime> timeline;
   e.result = simulate(e.plan.schedules, cluster.fabric, cluster.costs, &timeline);
   // Each send's receive: the k-th from a to b is b's k-th from a.
-  std::map<std::pair<int, int>, std::vector<const algo::Step*>> recvs;
-  for (size_t r = 0; r < e.plan.schedules.size(); ++r)
-    for (const algo::Step& s : e.plan.schedules[r].steps)
-      if (s.kind == algo::OpKind::kRecv || s.kind == algo::OpKind::kRecvReduce)
-        recvs[{s.peer, static_cast<int>(r)}].push_back(&s);
-  std::map<std::pair<int, int>, size_t> taken;
+  // Each send with the receive the simulator matched it to, by start, then rank and step.
+  std::sort(timeline.begin(), timeline.end(), [](const StepTime& a, const StepTime& b) {
+    return std::tie(a.start_s, a.rank, a.step) < std::tie(b.start_s, b.rank, b.step);
+  });
   std::vector<Transfer> all;
-  std::map<std::pair<int, int>, const StepTime*> times;
-  for (const StepTime& t : timeline) times[{t.rank, t.step}] = &t;
-  for (size_t r = 0; r < e.plan.schedules.size(); ++r) {
-    const auto& steps = e.plan.schedules[r].steps;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].kind != algo::OpKind::kSend) continue;
-      const algo::Step* recv =
-          recvs[{static_cast<int>(r), steps[i].peer}][taken[{static_cast<int>(r), steps[i].peer}]++];
-      const StepTime* t = times.at({static_cast<int>(r), static_cast<int>(i)});
-      all.push_back(Transfer{static_cast<int>(r), steps[i].peer, steps[i].src, recv->dst, steps[i].bytes,
-                             recv->kind == algo::OpKind::kRecvReduce, t->start_s, t->end_s});
-    }
+  for (const StepTime& t : timeline) {
+    if (t.kind != algo::OpKind::kSend) continue;
+    const algo::Step& send = e.plan.schedules[static_cast<size_t>(t.rank)].steps[static_cast<size_t>(t.step)];
+    const algo::Step& recv = e.plan.schedules[static_cast<size_t>(t.peer)].steps[static_cast<size_t>(t.peer_step)];
+    all.push_back(Transfer{t.rank, t.peer, send.src, recv.dst, t.bytes, recv.kind == algo::OpKind::kRecvReduce,
+                           t.start_s, t.end_s});
   }
-  std::stable_sort(all.begin(), all.end(), [](const Transfer& a, const Transfer& b) { return a.start_s < b.start_s; });
   for (const Transfer& t : all) {
     if (e.rounds.empty() || t.start_s > e.rounds.back().start_s + 1e-9)  // a nanosecond: rounding
       e.rounds.push_back(Round{t.start_s, t.end_s, {}});
