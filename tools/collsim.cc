@@ -1,7 +1,7 @@
 // collsim — coll's own schedules, simulated on a model of a cluster.
 //
 //   collsim --cluster FILE [--collective allreduce] [--algo NAME|auto]
-//           [--size 1G] [--ranks N] [--timeline FILE.csv|FILE.json]
+//           [--size 1G] [--ranks N] [--symmetry auto|on|off] [--timeline FILE.csv|FILE.json]
 //           [--sweep FILE.svg [--min-size 1K]] [--failures MTTF_HOURS]
 //
 // Prints the predicted time, algbw and busbw (nccl-tests' definitions), the
@@ -48,6 +48,7 @@ struct Options {
   int per_node = 0;
   bool size_given = false;
   std::string svg;
+  std::string symmetry = "auto";
 };
 
 void usage(FILE* out) {
@@ -60,6 +61,8 @@ void usage(FILE* out) {
                "  --algo NAME       ring, tree, halving_doubling, hierarchical, ...; auto (default): coll's choice\n"
                "  --size BYTES      nccl-tests' size, with K, M or G (default 1G)\n"
                "  --ranks N         the first N GPUs of the cluster (default: all)\n"
+               "  --symmetry S      auto (default: from 1024 ranks), on or off: simulate one node's ranks for\n"
+               "                    all when the schedules are alike on every node (docs/SIMULATION.md)\n"
                "  --timeline FILE   every step of every rank, with its start and end\n"
                "  --sweep FILE.svg  busbw against size, --min-size (1K) to --size, every algorithm (and FILE.png\n"
                "                    where gnuplot is installed)\n"
@@ -115,7 +118,11 @@ Options parse(int argc, char** argv) {
       o.svg = value();
     else if (a == "--ranks")
       o.ranks = std::atoi(value().c_str());
-    else if (a == "--timeline")
+    else if (a == "--symmetry") {
+      o.symmetry = value();
+      if (o.symmetry != "auto" && o.symmetry != "on" && o.symmetry != "off")
+        die("--symmetry '" + o.symmetry + "': auto, on or off");
+    } else if (a == "--timeline")
       o.timeline = value();
     else if (a == "--sweep")
       o.sweep = value();
@@ -189,11 +196,20 @@ void print_prediction(const Options& o, const coll::sim::Cluster& cluster, const
   std::printf("  time        %.3f us\n", p.result.seconds * 1e6);
   std::printf("  algbw       %.3f GB/s\n", p.algbw_bytes_per_s / 1e9);
   std::printf("  busbw       %.3f GB/s\n", p.busbw_bytes_per_s / 1e9);
-  if (p.result.bottleneck >= 0)
-    std::printf("  bottleneck  %s: %.3f us busy at full rate (%.0f%% of the time)\n",
-                f.link(p.result.bottleneck).name.c_str(), p.result.bottleneck_busy_s * 1e6,
-                100 * p.result.bottleneck_busy_s / p.result.seconds);
+  if (p.result.bottleneck >= 0) {
+    const std::string link = p.result.bottleneck_kind < 0 ? f.link(p.result.bottleneck).name
+                                                          : "every " + f.kind_name(p.result.bottleneck_kind) +
+                                                                " link (as " + f.link(p.result.bottleneck).name + ")";
+    std::printf("  bottleneck  %s: %.3f us busy at full rate (%.0f%% of the time)\n", link.c_str(),
+                p.result.bottleneck_busy_s * 1e6, 100 * p.result.bottleneck_busy_s / p.result.seconds);
+  }
   std::printf("  messages    %zu\n", p.result.messages);
+  if (p.symmetric_classes > 0)
+    std::printf("  symmetry    node 0's %d ranks simulated, each for the %d ranks of its place on every node%s\n",
+                p.symmetric_classes, f.nranks() / p.symmetric_classes,
+                p.same_dependencies
+                    ? ""
+                    : "\n              (approximate: which earlier chunk a step waits for differs by node)");
   std::printf("  auto        %s (coll's selector, from the cost model)\n", p.auto_choice.c_str());
 }
 
@@ -304,6 +320,8 @@ int main(int argc, char** argv) {
     run.collective = collective_of(o.collective);
     run.bytes = o.bytes;
     run.algorithm = o.algo;
+    using Sym = coll::sim::CollectiveRun::Symmetry;
+    run.symmetry = o.symmetry == "on" ? Sym::kUse : o.symmetry == "off" ? Sym::kNever : Sym::kAuto;
     if (o.algo != "auto" && !coll::algo::has_algorithm(run.collective, o.algo))
       die("--algo '" + o.algo + "': " + o.collective + " has " + coll::algo::algorithm_names(run.collective));
     std::vector<StepTime> timeline;

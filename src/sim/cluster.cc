@@ -159,11 +159,14 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     for (size_t g = 0; g < down[l].size(); ++g) {
       up[l][g] =
           levels[l].uplink_bytes_per_s > 0 ? levels[l].uplink_bytes_per_s : down[l][g] / levels[l].oversubscription;
-      const std::string name = std::string(l < 5 ? names[l] : "level") + std::to_string(g);
+      const std::string level = l < 5 ? names[l] : "level" + std::to_string(l);
+      const std::string name = level + std::to_string(g);
       // Uplinks are cables of the NICs' speed, at least one.
       const int cables = std::max(1, static_cast<int>(std::lround(up[l][g] / c.nic_bytes_per_s)));
-      up_link[l].push_back(f.add_link(name + ".up", up[l][g], hop_latency, cables));
-      down_link[l].push_back(f.add_link(name + ".down", up[l][g], hop_latency, cables));
+      // A rail's leaves carry that rail's traffic only: a kind of their own.
+      const std::string kind = l == 0 && rails ? level + ".rail" + std::to_string(g % nics) : level;
+      up_link[l].push_back(f.add_link(name + ".up", up[l][g], hop_latency, cables, kind + ".up"));
+      down_link[l].push_back(f.add_link(name + ".down", up[l][g], hop_latency, cables, kind + ".down"));
     }
     if (l + 1 < levels.size()) {
       std::vector<bool> counted(down[l].size(), false);
@@ -180,9 +183,10 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
   std::vector<int> nic_up, nic_down;
   for (int n = 0; n < c.nodes; ++n)
     for (int i = 0; i < nics; ++i) {
-      const std::string name = "node" + std::to_string(n) + ".nic" + std::to_string(i);
-      nic_up.push_back(f.add_link(name + ".up", c.nic_bytes_per_s, hop_latency, 1));
-      nic_down.push_back(f.add_link(name + ".down", c.nic_bytes_per_s, hop_latency, 1));
+      const std::string nic = "nic" + std::to_string(i);
+      const std::string name = "node" + std::to_string(n) + "." + nic;
+      nic_up.push_back(f.add_link(name + ".up", c.nic_bytes_per_s, hop_latency, 1, nic + ".up"));
+      nic_down.push_back(f.add_link(name + ".down", c.nic_bytes_per_s, hop_latency, 1, nic + ".down"));
     }
   for (int r = 0; r < nranks; ++r) {
     const int n = r / c.gpus_per_node, g = r % c.gpus_per_node;
@@ -190,9 +194,10 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     const int port = n * nics + nic;
     Fabric::Place place;
     place.node = n;
-    const std::string name = "node" + std::to_string(n) + ".gpu" + std::to_string(g);
-    place.gpu_up = f.add_link(name + ".up", c.gpu_link_bytes_per_s, gpu_latency);
-    place.gpu_down = f.add_link(name + ".down", c.gpu_link_bytes_per_s, gpu_latency);
+    const std::string gpu = "gpu" + std::to_string(g);
+    const std::string name = "node" + std::to_string(n) + "." + gpu;
+    place.gpu_up = f.add_link(name + ".up", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".up");
+    place.gpu_down = f.add_link(name + ".down", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".down");
     place.nic_up = nic_up[static_cast<size_t>(port)];
     place.nic_down = nic_down[static_cast<size_t>(port)];
     for (size_t l = 0; l < levels.size(); ++l) {

@@ -9,6 +9,8 @@ namespace {
 
 using algo::Collective;
 
+constexpr size_t kMaxSteps = 100'000'000;
+
 // Elements per rank's call, from nccl-tests' size.
 size_t count_of(Collective c, size_t bytes, size_t elem, int n) {
   const size_t total = bytes / elem;
@@ -84,10 +86,24 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
   p.auto_choice = selector.choose(shape).name;
   p.algorithm = &algo::find_algorithm(run.collective,
                                       run.algorithm.empty() || run.algorithm == "auto" ? p.auto_choice : run.algorithm);
+  using Sym = CollectiveRun::Symmetry;
+  if (run.symmetry == Sym::kUse || (run.symmetry == Sym::kAuto && n >= CollectiveRun::kSymmetricFrom))
+    if (std::optional<SymmetricPlan> sym = find_symmetry(*p.algorithm, shape)) {
+      p.symmetry = sym->symmetry;
+      p.same_dependencies = sym->same_dependencies;
+      p.schedules = std::move(sym->schedules);
+      return p;
+    }
   p.schedules.reserve(static_cast<size_t>(n));
+  size_t steps = 0;
   for (int r = 0; r < n; ++r) {
     shape.rank = r;
     p.schedules.push_back(algo::build_schedule(*p.algorithm, shape));
+    // About 100 bytes a step: stop before the machine's memory does (rank 0's steps times n, first).
+    steps += p.schedules.back().steps.size();
+    if (steps > kMaxSteps || (r == 0 && steps * static_cast<size_t>(n) > kMaxSteps))
+      fail(Code::kInvalidArgument, "simulate: ", p.algorithm->name, " on ", n, " ranks has more than ", kMaxSteps,
+           " steps, and its schedules are not alike on every node (docs/SIMULATION.md, Scale): ask for fewer ranks");
   }
   shape.rank = 0;
   return p;
@@ -99,7 +115,10 @@ Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector
   Prediction p;
   p.auto_choice = plan_.auto_choice;
   p.algorithm = plan_.algorithm->name;
-  p.result = simulate(plan_.schedules, cluster.fabric, cluster.costs, timeline, progress);
+  if (plan_.symmetry) p.symmetric_classes = plan_.symmetry->classes();
+  p.same_dependencies = plan_.same_dependencies;
+  p.result = simulate(plan_.schedules, cluster.fabric, cluster.costs, timeline, progress,
+                      plan_.symmetry ? &*plan_.symmetry : nullptr);
   if (p.result.seconds > 0) {
     p.algbw_bytes_per_s = static_cast<double>(run.bytes) / p.result.seconds;
     p.busbw_bytes_per_s = p.algbw_bytes_per_s * bus_factor(run.collective, cluster.fabric.nranks());

@@ -9,6 +9,9 @@
 #include "algorithms/select.h"
 #include "sim/cluster.h"
 #include "sim/engine.h"
+#include "sim/symmetry.h"
+
+#include <optional>
 
 #include <string>
 #include <vector>
@@ -21,6 +24,10 @@ struct CollectiveRun {
                      // (allgather), the whole input (reduce_scatter), each rank's buffer (alltoall)
   size_t elem_size = 4;
   std::string algorithm;  // empty or "auto": the selector's choice
+  // Run one node's ranks for all when the schedules are symmetric under
+  // translation by a node (symmetry.h): automatically from kSymmetricFrom ranks.
+  enum class Symmetry { kAuto, kUse, kNever } symmetry = Symmetry::kAuto;
+  static constexpr int kSymmetricFrom = 1024;
 };
 
 struct Prediction {
@@ -28,7 +35,9 @@ struct Prediction {
   std::string auto_choice;  // what coll's selector would pick
   Result result;
   double algbw_bytes_per_s = 0;
-  double busbw_bytes_per_s = 0;  // nccl-tests' definition
+  double busbw_bytes_per_s = 0;   // nccl-tests' definition
+  int symmetric_classes = 0;      // under a symmetry: the ranks simulated (node 0's), each for a class
+  bool same_dependencies = true;  // under a symmetry: SymmetricPlan's
 };
 
 // The cost model the selector prices the cluster with: "net" (a message
@@ -46,7 +55,9 @@ struct Plan {
   std::string auto_choice;
   std::string link_class;  // "net" across nodes, "gpu" on one
   algo::LinkModel link;
-  std::vector<algo::Schedule> schedules;
+  std::vector<algo::Schedule> schedules;  // every rank's, or the symmetry's representatives'
+  std::optional<Symmetry> symmetry;
+  bool same_dependencies = true;
 };
 Plan plan(const Cluster& cluster, const CollectiveRun& run);
 

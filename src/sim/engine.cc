@@ -2,6 +2,9 @@
 
 #include "base/error.h"
 #include "sim/maxmin.h"
+#include "sim/paths.h"
+#include "sim/program.h"
+#include "sim/symmetry.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,69 +17,9 @@ namespace {
 
 using algo::OpKind;
 
-bool is_send(OpKind k) { return k == OpKind::kSend; }
-bool is_recv(OpKind k) { return k == OpKind::kRecv || k == OpKind::kRecvReduce; }
-
-// Every step of every rank, numbered rank by rank.
-struct Program {
-  std::vector<size_t> first;  // first[r]: the id of rank r's step 0
-  std::vector<const algo::Step*> step;
-  std::vector<int> rank_of;
-  std::vector<std::vector<size_t>> dependents;
-  std::vector<uint32_t> waiting;  // dependencies not yet done
-  std::vector<size_t> partner;    // a send's receive, a receive's send
-
-  Program(const std::vector<algo::Schedule>& schedules) {
-    for (size_t r = 0; r < schedules.size(); ++r) {
-      first.push_back(step.size());
-      for (const algo::Step& s : schedules[r].steps) {
-        step.push_back(&s);
-        rank_of.push_back(static_cast<int>(r));
-      }
-    }
-    dependents.resize(step.size());
-    waiting.resize(step.size());
-    partner.assign(step.size(), SIZE_MAX);
-    for (size_t id = 0; id < step.size(); ++id) {
-      waiting[id] = static_cast<uint32_t>(step[id]->deps.size());
-      for (uint32_t d : step[id]->deps) dependents[first[static_cast<size_t>(rank_of[id])] + d].push_back(id);
-    }
-    pair_messages(schedules.size());
-  }
-
-  // The k-th send from a to b is the k-th receive of b from a.
-  void pair_messages(size_t nranks) {
-    std::map<std::pair<int, int>, std::pair<std::vector<size_t>, std::vector<size_t>>> channels;
-    for (size_t id = 0; id < step.size(); ++id) {
-      const int peer = step[id]->peer;
-      if (!is_send(step[id]->kind) && !is_recv(step[id]->kind)) continue;
-      if (peer < 0 || static_cast<size_t>(peer) >= nranks)
-        fail(Code::kInvalidArgument, "simulate: rank ", rank_of[id], " step ",
-             id - first[static_cast<size_t>(rank_of[id])], " names peer ", peer, " of ", nranks, " ranks");
-      if (is_send(step[id]->kind))
-        channels[{rank_of[id], peer}].first.push_back(id);
-      else
-        channels[{peer, rank_of[id]}].second.push_back(id);
-    }
-    for (const auto& [ends, lists] : channels) {
-      const auto& [sends, recvs] = lists;
-      if (sends.size() != recvs.size())
-        fail(Code::kInvalidArgument, "simulate: rank ", ends.first, " sends ", sends.size(), " messages to rank ",
-             ends.second, ", which receives ", recvs.size());
-      for (size_t k = 0; k < sends.size(); ++k) {
-        if (step[sends[k]]->bytes != step[recvs[k]]->bytes)
-          fail(Code::kInvalidArgument, "simulate: message ", k, " from rank ", ends.first, " to rank ", ends.second,
-               " is ", step[sends[k]]->bytes, " bytes sent but ", step[recvs[k]]->bytes, " received");
-        partner[sends[k]] = recvs[k];
-        partner[recvs[k]] = sends[k];
-      }
-    }
-  }
-};
-
 struct Flow {
   size_t send = 0;  // the send step
-  std::vector<int> path;
+  const Path* path = nullptr;
   double left = 0;  // bytes
   double rate = 0;
 };
@@ -84,13 +27,17 @@ struct Flow {
 class Run {
  public:
   Run(const std::vector<algo::Schedule>& schedules, const Fabric& fabric, const Costs& costs,
-      std::vector<StepTime>* timeline, const Progress* progress)
-      : p_(schedules), fabric_(fabric), costs_(costs), timeline_(timeline), progress_(progress) {
+      std::vector<StepTime>* timeline, const Progress* progress, const Symmetry& sym)
+      : sym_(sym),
+        p_(schedules, sym_),
+        fabric_(fabric),
+        paths_(fabric, sym_),
+        costs_(costs),
+        timeline_(timeline),
+        progress_(progress) {
     start_.assign(p_.step.size(), -1);
     arrived_.assign(p_.step.size(), -1);
-    result_.link_bytes.assign(static_cast<size_t>(fabric.num_links()), 0);
-    capacity_.resize(static_cast<size_t>(fabric.num_links()));
-    for (int l = 0; l < fabric.num_links(); ++l) capacity_[static_cast<size_t>(l)] = fabric.link(l).bytes_per_s;
+    carried_.assign(paths_.capacity().size(), 0);
   }
 
   Result go() {
@@ -101,9 +48,9 @@ class Run {
       const double next_timer = timers_.empty() ? kNever : timers_.top().at;
       const double t = std::min(next_flow, next_timer);
       if (t == kNever)
-        fail(Code::kInvalidArgument, "simulate: a message from rank ", p_.rank_of[flows_.front().send], " to rank ",
+        fail(Code::kInvalidArgument, "simulate: a message from rank ", p_.unit_of[flows_.front().send], " to rank ",
              p_.step[flows_.front().send]->peer, " crosses a link of no capacity (",
-             fabric_.link(zero_link(flows_.front())).name, ": failed?) and never arrives");
+             paths_.hop_name(zero_link(flows_.front())), ": failed?) and never arrives");
       advance(t);
       bool changed = finish_flows();
       while (!timers_.empty() && timers_.top().at <= now_) {
@@ -115,8 +62,8 @@ class Run {
     }
     for (size_t id = 0; id < p_.step.size(); ++id)
       if (start_[id] < 0 || p_.waiting[id] != 0)
-        fail(Code::kInternal, "simulate: rank ", p_.rank_of[id], " step ",
-             id - p_.first[static_cast<size_t>(p_.rank_of[id])], " never ran: the schedules cannot finish");
+        fail(Code::kInternal, "simulate: rank ", p_.unit_of[id], " step ", p_.step_index(id),
+             " never ran: the schedules cannot finish");
     find_bottleneck();
     return result_;
   }
@@ -164,11 +111,11 @@ class Run {
     switch (timer.what) {
       case What::kFlowStart: {
         const algo::Step& s = *p_.step[timer.step];
-        Flow f{timer.step, fabric_.route(p_.rank_of[timer.step], s.peer), static_cast<double>(s.bytes), 0};
-        for (int l : f.path) result_.link_bytes[static_cast<size_t>(l)] += f.left;
-        ++result_.messages;
+        Flow f{timer.step, &paths_.of(p_.unit_of[timer.step], s.peer), static_cast<double>(s.bytes), 0};
+        for (const Hop& h : f.path->hops) carried_[static_cast<size_t>(h.link)] += f.left * h.weight;
+        result_.messages += static_cast<size_t>(sym_.members());
         if (f.left <= 0) {
-          timers_.push({now_ + fabric_.latency(f.path), What::kArrive, timer.step});
+          timers_.push({now_ + f.path->latency_s, What::kArrive, timer.step});
           return false;
         }
         flows_.push_back(std::move(f));
@@ -193,21 +140,19 @@ class Run {
     if (progress_ != nullptr && ++steps_done_ % 65536 == 0) (*progress_)(steps_done_, p_.step.size(), now_);
     if (timeline_ != nullptr) {
       const algo::Step& s = *p_.step[id];
-      const int r = p_.rank_of[id];
       const size_t partner = p_.partner[id];
-      const int peer_step =
-          partner == SIZE_MAX ? -1 : static_cast<int>(partner - p_.first[static_cast<size_t>(s.peer)]);
-      timeline_->push_back(StepTime{r, static_cast<int>(id - p_.first[static_cast<size_t>(r)]), s.kind, s.peer,
-                                    peer_step, s.bytes, start_[id], now_});
+      const int peer_step = partner == SIZE_MAX ? -1 : p_.step_index(partner);
+      timeline_->push_back(
+          StepTime{p_.unit_of[id], p_.step_index(id), s.kind, s.peer, peer_step, s.bytes, start_[id], now_});
     }
     for (size_t next : p_.dependents[id])
       if (--p_.waiting[next] == 0) ready(next, now_);
   }
 
   int zero_link(const Flow& f) const {
-    for (int l : f.path)
-      if (capacity_[static_cast<size_t>(l)] <= 0) return l;
-    return f.path.front();
+    for (const Hop& h : f.path->hops)
+      if (paths_.capacity()[static_cast<size_t>(h.link)] <= 0) return h.link;
+    return f.path->hops.front().link;
   }
 
   double next_flow_end() const {
@@ -232,7 +177,7 @@ class Run {
         ++i;
         continue;
       }
-      timers_.push({now_ + fabric_.latency(f.path), What::kArrive, f.send});
+      timers_.push({now_ + f.path->latency_s, What::kArrive, f.send});
       flows_[i] = std::move(flows_.back());
       flows_.pop_back();
       any = true;
@@ -241,28 +186,37 @@ class Run {
   }
 
   void rerate() {
-    std::vector<const std::vector<int>*> paths;
-    for (const Flow& f : flows_) paths.push_back(&f.path);
+    std::vector<const std::vector<Hop>*> paths;
+    for (const Flow& f : flows_) paths.push_back(&f.path->hops);
     std::vector<double> rates;
-    max_min_rates(capacity_, paths, rates);
+    max_min_rates(paths_.capacity(), paths, rates);
     for (size_t i = 0; i < flows_.size(); ++i) flows_[i].rate = rates[i];
   }
 
+  // What each link carried (under a symmetry: each kind's, on one link of it).
   void find_bottleneck() {
-    for (int l = 0; l < fabric_.num_links(); ++l) {
-      const double busy = result_.link_bytes[static_cast<size_t>(l)] / capacity_[static_cast<size_t>(l)];
-      if (result_.link_bytes[static_cast<size_t>(l)] > 0 && busy > result_.bottleneck_busy_s)
-        result_.bottleneck = l, result_.bottleneck_busy_s = busy;
+    result_.link_bytes.assign(static_cast<size_t>(fabric_.num_links()), 0);
+    for (size_t h = 0; h < carried_.size(); ++h) {
+      if (carried_[h] <= 0) continue;
+      const int link = paths_.example(static_cast<int>(h));
+      result_.link_bytes[static_cast<size_t>(link)] = carried_[h];
+      const double busy = carried_[h] / paths_.capacity()[h];
+      if (busy > result_.bottleneck_busy_s) {
+        result_.bottleneck = link, result_.bottleneck_busy_s = busy;
+        result_.bottleneck_kind = paths_.symmetric() ? static_cast<int>(h) : -1;
+      }
     }
   }
 
+  Symmetry sym_;
   Program p_;
   const Fabric& fabric_;
+  Paths paths_;
   Costs costs_;
   std::vector<StepTime>* timeline_;
   const Progress* progress_;
   size_t steps_done_ = 0;
-  std::vector<double> start_, arrived_, capacity_;
+  std::vector<double> start_, arrived_, carried_;
   std::priority_queue<Timer> timers_;
   std::vector<Flow> flows_;
   double now_ = 0;
@@ -272,8 +226,9 @@ class Run {
 }  // namespace
 
 Result simulate(const std::vector<algo::Schedule>& schedules, const Fabric& fabric, const Costs& costs,
-                std::vector<StepTime>* timeline, const Progress* progress) {
-  return Run(schedules, fabric, costs, timeline, progress).go();
+                std::vector<StepTime>* timeline, const Progress* progress, const Symmetry* symmetry) {
+  const int n = static_cast<int>(schedules.size());
+  return Run(schedules, fabric, costs, timeline, progress, symmetry != nullptr ? *symmetry : Symmetry(n, n)).go();
 }
 
 }  // namespace coll::sim

@@ -9,6 +9,7 @@
 
 #include "algorithms/schedule.h"
 #include "sim/fabric.h"
+#include "sim/symmetry.h"
 
 #include <cstddef>
 #include <functional>
@@ -35,6 +36,7 @@ struct Result {
   std::vector<double> link_bytes;  // carried, per link id
   int bottleneck = -1;             // the link busiest for longest (bytes / capacity), -1 with no traffic
   double bottleneck_busy_s = 0;
+  int bottleneck_kind = -1;  // under a symmetry: the bottleneck's kind, every link of which is as busy
 };
 
 // schedules[r] is rank r's program. Sends and receives must pair up, in
@@ -44,7 +46,12 @@ struct Result {
 // Called now and then while a simulation runs (every 65536 steps done).
 using Progress = std::function<void(size_t steps_done, size_t steps_total, double simulated_s)>;
 
+// With a symmetry, schedules are its representatives' (SymmetricPlan): each
+// stands for its class, its messages for theirs, spread over the links of
+// each kind they cross; link_bytes then holds each kind's per-link load on
+// one link of it, and the timeline the representatives' steps.
 Result simulate(const std::vector<algo::Schedule>& schedules, const Fabric& fabric, const Costs& costs,
-                std::vector<StepTime>* timeline = nullptr, const Progress* progress = nullptr);
+                std::vector<StepTime>* timeline = nullptr, const Progress* progress = nullptr,
+                const Symmetry* symmetry = nullptr);
 
 }  // namespace coll::sim

@@ -53,7 +53,9 @@ Cluster teaching_cluster(int ranks, int per_node) {
 
 Explanation explain(const Cluster& cluster, const CollectiveRun& run) {
   Explanation e;
-  e.plan = plan(cluster, run);
+  CollectiveRun every_rank = run;  // each rank's steps are what it shows
+  every_rank.symmetry = CollectiveRun::Symmetry::kNever;
+  e.plan = plan(cluster, every_rank);
   std::vector<StepTime> timeline;
   e.result = simulate(e.plan.schedules, cluster.fabric, cluster.costs, &timeline);
   // Each send's receive: the k-th from a to b is b's k-th from a.

@@ -4,8 +4,14 @@
 
 namespace coll::sim {
 
-int Fabric::add_link(std::string name, double bytes_per_s, double latency_s, int cables) {
-  links_.push_back(Link{std::move(name), bytes_per_s, latency_s, cables, cables > 0});
+int Fabric::add_link(std::string name, double bytes_per_s, double latency_s, int cables, const std::string& kind) {
+  int id = -1;
+  if (!kind.empty()) {
+    auto [it, added] = kind_ids_.try_emplace(kind, static_cast<int>(kinds_.size()));
+    if (added) kinds_.push_back(kind);
+    id = it->second;
+  }
+  links_.push_back(Link{std::move(name), bytes_per_s, latency_s, cables, cables > 0, id});
   return static_cast<int>(links_.size()) - 1;
 }
 

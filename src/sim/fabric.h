@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,16 +25,22 @@ struct Link {
   double latency_s = 0;
   int cables = 0;        // network cables it aggregates (a NIC's: 1) and that still work
   bool network = false;  // a NIC's or a switch's, which can fail; not NVLink
+  int kind = -1;         // its kind (Fabric::kind_name): links that one node's or one rail's shift maps onto each other
 };
 
 class Fabric {
  public:
-  int add_link(std::string name, double bytes_per_s, double latency_s, int cables = 0);
+  // `kind` groups links that play the same part on different nodes or
+  // switches ("nic3.up", "leaf.rail3.up"): the symmetric simulation pools
+  // the load of a kind over its links.
+  int add_link(std::string name, double bytes_per_s, double latency_s, int cables = 0, const std::string& kind = "");
   // The link of that name; -1 if there is none.
   int find(const std::string& name) const;
   const Link& link(int id) const { return links_[static_cast<size_t>(id)]; }
   Link& link(int id) { return links_[static_cast<size_t>(id)]; }
   int num_links() const { return static_cast<int>(links_.size()); }
+  int num_kinds() const { return static_cast<int>(kinds_.size()); }
+  const std::string& kind_name(int kind) const { return kinds_[static_cast<size_t>(kind)]; }
 
   // A rank: its node, and the links its traffic takes. Inside a node a
   // message goes up the sender's GPU link and down the receiver's; between
@@ -59,6 +66,8 @@ class Fabric {
  private:
   std::vector<Link> links_;
   std::vector<Place> places_;
+  std::vector<std::string> kinds_;
+  std::map<std::string, int> kind_ids_;
 };
 
 }  // namespace coll::sim

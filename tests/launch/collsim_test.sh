@@ -43,6 +43,16 @@ grep -qF "failures: 200000 network cables in the whole cluster (100000 NIC to le
 grep -qF "the first fails after 0.219 hours (13.1 minutes) on average: 43800 h / 200000" <<<"$out" || fail "first failure: $out"
 grep -q "^  hierarchical " <<<"$out" || fail "no line for hierarchical: $out"
 
+echo "== 100 000 ranks: node 0's ranks simulated for all"
+out=$("$collsim" --cluster "$clusters/fat_tree_100k.json" --algo hierarchical --size 1G)
+grep -q "allreduce of 1073741824 bytes on 100000 ranks" <<<"$out" || fail "100k header: $out"
+grep -qF "symmetry    node 0's 8 ranks simulated, each for the 12500 ranks of its place on every node" <<<"$out" ||
+  fail "no symmetry at 100k: $out"
+grep -qF "bottleneck  every nic0.up link (as node0.nic0.up)" <<<"$out" || fail "100k bottleneck: $out"
+busbw=$(awk '$1 == "busbw" { print $2 }' <<<"$out")
+# Each rail's ring of 12 500 nodes: bounded by the NICs (50 GB/s) and 25 000 messages of latency.
+awk -v b="$busbw" 'BEGIN { exit !(b > 10 && b < 50) }' || fail "100k hierarchical busbw $busbw GB/s, expected 10-50"
+
 echo "== --explain: the rounds in words, the cost formula with its numbers, the same as an animation"
 out=$("$collsim" --explain ring -n 4 --svg "$tmp/ring.svg")
 grep -qxF "ring allreduce on 4 ranks, 64 bytes (16 elements of 4 bytes)" <<<"$out" || fail "explain header: $out"
@@ -88,5 +98,7 @@ check_error "cannot be read" --cluster "$tmp/none.json"
 check_error "asked for; the cluster has 128 GPUs" --cluster "$clusters/islands_4x4.json" --ranks 500
 check_error "--explain 'nope': allreduce has" --explain nope
 check_error "3 ranks do not fill nodes of 2 evenly" --explain ring -n 3 --per-node 2
+check_error "tree on 100000 ranks has more than 100000000 steps" --cluster "$clusters/fat_tree_100k.json" --algo tree
+check_error "--symmetry 'maybe'" --cluster "$clusters/islands_4x4.json" --symmetry maybe
 check_error "--failures needs a mean time to failure in hours" --cluster "$clusters/islands_4x4.json" --failures 0
 echo "collsim_test: all passed"

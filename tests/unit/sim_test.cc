@@ -10,12 +10,14 @@
 #include "sim/failures.h"
 #include "sim/maxmin.h"
 #include "sim/sweep.h"
+#include "sim/symmetry.h"
 #include "topology/load.h"
 #include "topology/paths.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace coll::sim {
@@ -23,13 +25,24 @@ namespace {
 
 TEST(MaxMin, SharesALinkEquallyAndGivesTheRestToOthers) {
   // Link 0 (capacity 1) carries flows 0 and 1; link 1 (capacity 2) flows 1 and 2.
-  const std::vector<int> p0{0}, p1{0, 1}, p2{1};
+  const std::vector<Hop> p0{{0}}, p1{{0}, {1}}, p2{{1}};
   std::vector<double> rates;
   max_min_rates({1.0, 2.0}, {&p0, &p1, &p2}, rates);
   ASSERT_EQ(rates.size(), 3u);
   EXPECT_DOUBLE_EQ(rates[0], 0.5);
   EXPECT_DOUBLE_EQ(rates[1], 0.5);
   EXPECT_DOUBLE_EQ(rates[2], 1.5);  // what flow 1 leaves of link 1
+}
+
+TEST(MaxMin, AWeightedFlowCountsAsThatManyFlows) {
+  // Flow 0 stands for 3 flows on link 0 (capacity 4), flow 1 for one: each of the four gets 1;
+  // on link 1 (capacity 10) flow 1 weighs 2 (two of its flows share each such link) and flow 2 takes the rest.
+  const std::vector<Hop> p0{{0, 3}}, p1{{0, 1}, {1, 2}}, p2{{1, 1}};
+  std::vector<double> rates;
+  max_min_rates({4.0, 10.0}, {&p0, &p1, &p2}, rates);
+  EXPECT_DOUBLE_EQ(rates[0], 1);
+  EXPECT_DOUBLE_EQ(rates[1], 1);
+  EXPECT_DOUBLE_EQ(rates[2], 8);
 }
 
 // 2 levels: 4 nodes of 2 GPUs and 1 NIC, 2 NICs a leaf, 2 leaves a pod (one pod).
@@ -172,6 +185,55 @@ TEST(Simulate, EveryAllreduceAlgorithmFinishesAcrossNodes) {
     EXPECT_GT(p.result.seconds, 0.75 * (8 << 20) / 10e9 * 0.99) << algo;
     EXPECT_GT(p.result.messages, 0u) << algo;
   }
+}
+
+// 16 nodes of 4 GPUs and 4 NICs, rail-optimised leaves of 8 ports at 2:1, pods of 2 leaves.
+std::string rails_16x4() {
+  return R"({"nodes": 16, "node": {"gpus": 4, "nics": 4, "gpu_link_gbps": 800}, "nic_gbps": 100,
+             "network": {"rail_optimized": true, "levels": [{"ports": 8, "oversubscription": 2}, {"groups": 2}]}})";
+}
+
+TEST(Symmetry, OneNodesRanksStandForAllWhereEveryNodeIsAlike) {
+  const Cluster c = parse_cluster(rails_16x4(), "t");
+  for (const char* algo : {"ring", "hierarchical"}) {
+    CollectiveRun run{algo::Collective::kAllreduce, 64 << 20, 4, algo};
+    run.symmetry = CollectiveRun::Symmetry::kNever;
+    const Prediction every = predict(c, run);
+    run.symmetry = CollectiveRun::Symmetry::kUse;
+    const Prediction sym = predict(c, run);
+    EXPECT_EQ(every.symmetric_classes, 0) << algo;
+    EXPECT_EQ(sym.symmetric_classes, 4) << algo;
+    // Every leaf and pod carries the same load here, so pooling a kind's links loses nothing; the
+    // ring's steps wait for the same steps on every node, the hierarchical one's not quite.
+    const bool ring = std::string(algo) == "ring";
+    EXPECT_EQ(sym.same_dependencies, ring) << algo;
+    EXPECT_NEAR(sym.result.seconds, every.result.seconds, every.result.seconds * (ring ? 1e-9 : 1e-2)) << algo;
+    EXPECT_EQ(sym.result.messages, every.result.messages) << algo;
+    ASSERT_GE(sym.result.bottleneck_kind, 0) << algo;
+    EXPECT_EQ(sym.result.bottleneck_kind, c.fabric.link(every.result.bottleneck).kind) << algo;
+  }
+}
+
+TEST(Symmetry, IsFoundOnlyWhereTheSchedulesShiftWithTheNodes) {
+  const Cluster c = parse_cluster(rails_16x4(), "t");
+  CollectiveRun run{algo::Collective::kAllreduce, 64 << 20, 4, "tree"};  // nodes differ in their places in the trees
+  run.symmetry = CollectiveRun::Symmetry::kUse;
+  EXPECT_EQ(predict(c, run).symmetric_classes, 0);
+  const Cluster partial = parse_cluster(rails_16x4(), "t", 62);  // the last node holds 2 ranks
+  run.algorithm = "ring";
+  EXPECT_EQ(predict(partial, run).symmetric_classes, 0);
+  const algo::Algorithm& ring = algo::find_algorithm(algo::Collective::kAllreduce, "ring");
+  algo::CollShape shape;
+  shape.nranks = 8;
+  shape.count = 1 << 20;
+  shape.elem_size = 4;
+  shape.node_of = {0, 0, 1, 1, 2, 2, 3, 3};
+  const std::optional<SymmetricPlan> sym = find_symmetry(ring, shape);
+  ASSERT_TRUE(sym.has_value());
+  EXPECT_EQ(sym->schedules.size(), 2u);
+  EXPECT_EQ(sym->symmetry.image(5, 2), 6);     // rank 1's next is 2; rank 5's is 6
+  EXPECT_EQ(sym->symmetry.image(7, 0), 6);     // rank 1's previous is 0; rank 7's is 6
+  EXPECT_EQ(sym->symmetry.preimage(7, 0), 2);  // rank 7's next, 0, is to rank 1 what 2 is
 }
 
 TEST(Failures, CablesAreCountedOverTheWholeClusterAndFailOneAtATime) {
