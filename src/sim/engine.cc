@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <queue>
@@ -111,14 +112,19 @@ class Run {
     switch (timer.what) {
       case What::kFlowStart: {
         const algo::Step& s = *p_.step[timer.step];
-        Flow f{timer.step, &paths_.of(p_.unit_of[timer.step], s.peer), static_cast<double>(s.bytes), 0};
-        for (const Hop& h : f.path->hops) carried_[static_cast<size_t>(h.link)] += f.left * h.weight;
         result_.messages += static_cast<size_t>(sym_.members());
-        if (f.left <= 0) {
-          timers_.push({now_ + f.path->latency_s, What::kArrive, timer.step});
+        if (s.bytes == 0) {
+          timers_.push({now_ + paths_.of(p_.unit_of[timer.step], s.peer).latency_s, What::kArrive, timer.step});
           return false;
         }
-        flows_.push_back(std::move(f));
+        // Messages to one peer leave one after another, as on a connection.
+        Channel& c = channels_[{p_.unit_of[timer.step], s.peer}];
+        if (c.busy) {
+          c.queued.push_back(timer.step);
+          return false;
+        }
+        c.busy = true;
+        start_flow(timer.step);
         return true;
       }
       case What::kArrive: {
@@ -167,8 +173,15 @@ class Run {
     now_ = t;
   }
 
+  void start_flow(size_t send) {
+    const algo::Step& s = *p_.step[send];
+    Flow f{send, &paths_.of(p_.unit_of[send], s.peer), static_cast<double>(s.bytes), 0};
+    for (const Hop& h : f.path->hops) carried_[static_cast<size_t>(h.link)] += f.left * h.weight;
+    flows_.push_back(f);
+  }
+
   bool finish_flows() {
-    bool any = false;
+    std::vector<size_t> finished;
     for (size_t i = 0; i < flows_.size();) {
       Flow& f = flows_[i];
       // Within a part in a billion of the bytes (or a byte): rounding of the steps in time; or
@@ -178,19 +191,27 @@ class Run {
         continue;
       }
       timers_.push({now_ + f.path->latency_s, What::kArrive, f.send});
+      finished.push_back(f.send);
       flows_[i] = std::move(flows_.back());
       flows_.pop_back();
-      any = true;
     }
-    return any;
+    // The next message to the same peer leaves.
+    for (size_t send : finished) {
+      Channel& c = channels_[{p_.unit_of[send], p_.step[send]->peer}];
+      c.busy = !c.queued.empty();
+      if (c.busy) {
+        start_flow(c.queued.front());
+        c.queued.pop_front();
+      }
+    }
+    return !finished.empty();
   }
 
   void rerate() {
-    std::vector<const std::vector<Hop>*> paths;
-    for (const Flow& f : flows_) paths.push_back(&f.path->hops);
-    std::vector<double> rates;
-    max_min_rates(paths_.capacity(), paths, rates);
-    for (size_t i = 0; i < flows_.size(); ++i) flows_[i].rate = rates[i];
+    hops_.clear();
+    for (const Flow& f : flows_) hops_.push_back(&f.path->hops);
+    maxmin_.solve(paths_.capacity(), hops_, rates_);
+    for (size_t i = 0; i < flows_.size(); ++i) flows_[i].rate = rates_[i];
   }
 
   // What each link carried (under a symmetry: each kind's, on one link of it).
@@ -219,6 +240,14 @@ class Run {
   std::vector<double> start_, arrived_, carried_;
   std::priority_queue<Timer> timers_;
   std::vector<Flow> flows_;
+  MaxMin maxmin_;
+  std::vector<const std::vector<Hop>*> hops_;  // the flows', for maxmin_
+  std::vector<double> rates_;
+  struct Channel {
+    bool busy = false;  // a message to this peer is on its way out
+    std::deque<size_t> queued;
+  };
+  std::map<std::pair<int, int>, Channel> channels_;  // by sender and receiver
   double now_ = 0;
   Result result_;
 };

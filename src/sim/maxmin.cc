@@ -1,55 +1,60 @@
 #include "sim/maxmin.h"
 
-#include <cstddef>
 #include <limits>
-#include <unordered_map>
 
 namespace coll::sim {
 
-void max_min_rates(const std::vector<double>& capacity, const std::vector<const std::vector<Hop>*>& paths,
+void MaxMin::solve(const std::vector<double>& capacity, const std::vector<const std::vector<Hop>*>& paths,
                    std::vector<double>& rates, double unbounded) {
   const size_t nflows = paths.size();
   rates.assign(nflows, unbounded);
   // Only the links some flow crosses take part: the fabric may have millions.
-  struct Load {
-    double left = 0;    // capacity not yet given to frozen flows
-    double rising = 0;  // the weights of the flows through it still rising
-    std::vector<size_t> flows;
-  };
-  std::unordered_map<int, Load> loads;
+  slot_.resize(capacity.size(), -1);
+  touched_.clear();
   for (size_t f = 0; f < nflows; ++f)
     for (const Hop& h : *paths[f]) {
-      Load& load = loads[h.link];
-      if (load.flows.empty()) load.left = capacity[static_cast<size_t>(h.link)];
-      load.flows.push_back(f);
-      load.rising += h.weight;
+      int& slot = slot_[static_cast<size_t>(h.link)];
+      if (slot < 0) {
+        slot = static_cast<int>(touched_.size());
+        touched_.push_back(h.link);
+        if (flows_.size() < touched_.size()) flows_.resize(touched_.size());
+        left_.resize(touched_.size());
+        rising_.resize(touched_.size());
+        left_[static_cast<size_t>(slot)] = capacity[static_cast<size_t>(h.link)];
+        rising_[static_cast<size_t>(slot)] = 0;
+        flows_[static_cast<size_t>(slot)].clear();
+      }
+      flows_[static_cast<size_t>(slot)].push_back(f);
+      rising_[static_cast<size_t>(slot)] += h.weight;
     }
-  std::vector<bool> frozen(nflows, false);
-  for (size_t f = 0; f < nflows; ++f) frozen[f] = paths[f]->empty();
+  frozen_.assign(nflows, 0);
   size_t left = 0;
-  for (size_t f = 0; f < nflows; ++f) left += frozen[f] ? 0 : 1;
-  auto share_of = [](const Load& l) {
-    return l.rising > 0 ? l.left / l.rising : std::numeric_limits<double>::infinity();
-  };
+  for (size_t f = 0; f < nflows; ++f) {
+    frozen_[f] = paths[f]->empty();
+    left += frozen_[f] ? 0 : 1;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  auto share_of = [&](size_t s) { return rising_[s] > 0 ? left_[s] / rising_[s] : inf; };
   while (left > 0) {
     // The link whose fair share is smallest fills first.
-    double share = std::numeric_limits<double>::infinity();
-    for (const auto& [id, load] : loads) share = std::min(share, share_of(load));
-    for (auto& [id, load] : loads) {
-      if (load.rising <= 0 || share_of(load) > share * (1 + 1e-12)) continue;
-      for (size_t f : load.flows) {
-        if (frozen[f]) continue;
-        frozen[f] = true;
+    double share = inf;
+    for (size_t s = 0; s < touched_.size(); ++s) share = std::min(share, share_of(s));
+    for (size_t s = 0; s < touched_.size(); ++s) {
+      if (rising_[s] <= 0 || share_of(s) > share * (1 + 1e-12)) continue;
+      for (size_t f : flows_[s]) {
+        if (frozen_[f]) continue;
+        frozen_[f] = 1;
         rates[f] = share;
         --left;
         for (const Hop& h : *paths[f]) {
-          Load& other = loads[h.link];
-          other.left -= share * h.weight;
-          other.rising -= h.weight;
+          const size_t other = static_cast<size_t>(slot_[static_cast<size_t>(h.link)]);
+          left_[other] -= share * h.weight;
+          rising_[other] -= h.weight;
         }
       }
     }
   }
+  for (int link : touched_) slot_[static_cast<size_t>(link)] = -1;
 }
 
 }  // namespace coll::sim

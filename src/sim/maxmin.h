@@ -3,6 +3,7 @@
 // crosses is full; those flows keep that rate and the rest go on rising.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 namespace coll::sim {
@@ -17,8 +18,25 @@ struct Hop {
 
 // rates[f] for flows that cross the links in paths[f] (each link at most
 // once per path), with capacity[l] per link. A flow with an empty path
-// gets `unbounded`.
-void max_min_rates(const std::vector<double>& capacity, const std::vector<const std::vector<Hop>*>& paths,
-                   std::vector<double>& rates, double unbounded = 1e18);
+// gets `unbounded`. Keeps its scratch space between calls: a simulation
+// solves once per flow that starts or ends.
+class MaxMin {
+ public:
+  void solve(const std::vector<double>& capacity, const std::vector<const std::vector<Hop>*>& paths,
+             std::vector<double>& rates, double unbounded = 1e18);
+
+ private:
+  // Per link crossed, in the order first crossed: slot_[link] indexes these.
+  std::vector<int> slot_, touched_;
+  std::vector<double> left_;    // capacity not yet given to frozen flows
+  std::vector<double> rising_;  // the weights of the flows through it still rising
+  std::vector<std::vector<size_t>> flows_;
+  std::vector<char> frozen_;
+};
+
+inline void max_min_rates(const std::vector<double>& capacity, const std::vector<const std::vector<Hop>*>& paths,
+                          std::vector<double>& rates, double unbounded = 1e18) {
+  MaxMin().solve(capacity, paths, rates, unbounded);
+}
 
 }  // namespace coll::sim

@@ -207,7 +207,7 @@ TEST(Symmetry, OneNodesRanksStandForAllWhereEveryNodeIsAlike) {
     // ring's steps wait for the same steps on every node, the hierarchical one's not quite.
     const bool ring = std::string(algo) == "ring";
     EXPECT_EQ(sym.same_dependencies, ring) << algo;
-    EXPECT_NEAR(sym.result.seconds, every.result.seconds, every.result.seconds * (ring ? 1e-9 : 1e-2)) << algo;
+    EXPECT_NEAR(sym.result.seconds, every.result.seconds, every.result.seconds * (ring ? 1e-9 : 0.05)) << algo;
     EXPECT_EQ(sym.result.messages, every.result.messages) << algo;
     ASSERT_GE(sym.result.bottleneck_kind, 0) << algo;
     EXPECT_EQ(sym.result.bottleneck_kind, c.fabric.link(every.result.bottleneck).kind) << algo;
@@ -287,7 +287,7 @@ TEST(Failures, ALostUplinkCableSlowsWhatCrossesIt) {
     EXPECT_GE(x.failed_s, x.healthy_s) << x.algorithm;
   }
   // Halving-doubling's largest exchanges all cross leaves at once: 4 flows on a leaf's 4 cables, then 3.
-  EXPECT_GT(d[1].failed_s, d[1].healthy_s * 1.1);
+  EXPECT_GT(d[1].failed_s, d[1].healthy_s * 1.05);
 }
 
 TEST(Simulate, ASmallMessageLateInALongRunStillEnds) {
