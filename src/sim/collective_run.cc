@@ -92,6 +92,13 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
       p.symmetry = sym->symmetry;
       p.same_dependencies = sym->same_dependencies;
       p.schedules = std::move(sym->schedules);
+      // Each representative's peers have their class's routes walked once: every rank's.
+      size_t walks = 0;
+      for (const algo::Schedule& s : p.schedules)
+        walks += s.peers().size() * static_cast<size_t>(sym->symmetry.members());
+      if (walks > kMaxSteps)
+        fail(Code::kInvalidArgument, "simulate: ", p.algorithm->name, " on ", n, " ranks sends between ", walks,
+             " pairs of ranks, more than ", kMaxSteps, " (docs/SIMULATION.md, Scale): ask for fewer ranks");
       return p;
     }
   p.schedules.reserve(static_cast<size_t>(n));

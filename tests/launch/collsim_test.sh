@@ -99,6 +99,7 @@ check_error "asked for; the cluster has 128 GPUs" --cluster "$clusters/islands_4
 check_error "--explain 'nope': allreduce has" --explain nope
 check_error "3 ranks do not fill nodes of 2 evenly" --explain ring -n 3 --per-node 2
 check_error "tree on 100000 ranks has more than 100000000 steps" --cluster "$clusters/fat_tree_100k.json" --algo tree
+check_error "direct on 100000 ranks sends between" --cluster "$clusters/fat_tree_100k.json" --collective alltoall --size 1G
 check_error "--symmetry 'maybe'" --cluster "$clusters/islands_4x4.json" --symmetry maybe
 check_error "--failures needs a mean time to failure in hours" --cluster "$clusters/islands_4x4.json" --failures 0
 echo "collsim_test: all passed"
