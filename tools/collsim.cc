@@ -204,6 +204,8 @@ void print_prediction(const Options& o, const coll::sim::Cluster& cluster, const
                 p.result.bottleneck_busy_s * 1e6, 100 * p.result.bottleneck_busy_s / p.result.seconds);
   }
   std::printf("  messages    %zu\n", p.result.messages);
+  if (p.symmetric_classes == 0 && o.symmetry == "on")
+    std::printf("  symmetry    none: the schedules differ from node to node; every rank simulated\n");
   if (p.symmetric_classes > 0)
     std::printf("  symmetry    node 0's %d ranks simulated, each for the %d ranks of its place on every node%s\n",
                 p.symmetric_classes, f.nranks() / p.symmetric_classes,
@@ -221,7 +223,11 @@ void run_sweep(const Options& o, const coll::sim::Cluster& cluster, const coll::
   std::printf("  auto\n");
   for (size_t i = 0; i < s.sizes.size(); ++i) {
     std::printf("%12zu", s.sizes[i]);
-    for (double b : s.busbw[i]) std::printf(" %17.3f", b / 1e9);
+    for (double b : s.busbw[i])
+      if (b > 0)
+        std::printf(" %17.3f", b / 1e9);
+      else
+        std::printf(" %17s", "-");  // not simulated: too big
     std::printf("  %s\n", s.auto_choice[i].c_str());
   }
   for (const coll::sim::Sweep::Crossover& c : s.crossovers)
@@ -281,7 +287,9 @@ void run_failures(const Options& o, const coll::sim::Cluster& cluster, const col
               o.mttf_hours, cables.total());
   for (const coll::sim::Degraded& d :
        coll::sim::one_cable_lost(cluster, run, coll::sim::algorithms_for(cluster, run.collective))) {
-    if (d.failed_link.empty())
+    if (!d.not_simulated.empty())
+      std::printf("  %-18s not simulated: %s\n", d.algorithm.c_str(), d.not_simulated.c_str());
+    else if (d.failed_link.empty())
       std::printf("  %-18s %.3f us; no switch link carries it\n", d.algorithm.c_str(), d.healthy_s * 1e6);
     else
       std::printf("  %-18s %.3f us; one cable of %s lost: %.3f us, %.3fx\n", d.algorithm.c_str(), d.healthy_s * 1e6,

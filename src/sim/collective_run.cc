@@ -10,6 +10,7 @@ namespace {
 using algo::Collective;
 
 constexpr size_t kMaxSteps = 100'000'000;
+constexpr int kMaxEveryRank = 8192;
 
 // Elements per rank's call, from nccl-tests' size.
 size_t count_of(Collective c, size_t bytes, size_t elem, int n) {
@@ -101,6 +102,12 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
              " pairs of ranks, more than ", kMaxSteps, " (docs/SIMULATION.md, Scale): ask for fewer ranks");
       return p;
     }
+  // Building each rank's schedule may cost O(n) itself (the trees'), and running every rank is slow long before.
+  if (n > kMaxEveryRank)
+    fail(Code::kInvalidArgument, "simulate: ", p.algorithm->name, " on ", n,
+         " ranks would simulate every rank (no symmetry stands in for them: none found or asked for; "
+         "docs/SIMULATION.md, Scale); at most ",
+         kMaxEveryRank, ": ask for fewer ranks");
   p.schedules.reserve(static_cast<size_t>(n));
   size_t steps = 0;
   for (int r = 0; r < n; ++r) {
@@ -110,7 +117,8 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
     steps += p.schedules.back().steps.size();
     if (steps > kMaxSteps || (r == 0 && steps * static_cast<size_t>(n) > kMaxSteps))
       fail(Code::kInvalidArgument, "simulate: ", p.algorithm->name, " on ", n, " ranks has more than ", kMaxSteps,
-           " steps, and its schedules are not alike on every node (docs/SIMULATION.md, Scale): ask for fewer ranks");
+           " steps, and no symmetry stands in for them (none found or asked for; docs/SIMULATION.md, Scale): ask for "
+           "fewer ranks");
   }
   shape.rank = 0;
   return p;

@@ -72,11 +72,16 @@ class Run {
  private:
   static constexpr double kNever = std::numeric_limits<double>::infinity();
   enum class What : uint8_t { kDone, kFlowStart, kArrive };
+  struct Channel {
+    bool busy = false;  // a message to this peer is on its way out
+    std::deque<size_t> queued;
+  };
   struct Timer {
     double at;
     What what;
     size_t step;
-    bool operator<(const Timer& o) const { return at > o.at; }  // earliest first
+    // Earliest first; at one time, in step order (sends to one peer leave in program order).
+    bool operator<(const Timer& o) const { return at != o.at ? at > o.at : step > o.step; }
   };
 
   void ready(size_t id, double t) {
@@ -113,19 +118,13 @@ class Run {
       case What::kFlowStart: {
         const algo::Step& s = *p_.step[timer.step];
         result_.messages += static_cast<size_t>(sym_.members());
-        if (s.bytes == 0) {
-          timers_.push({now_ + paths_.of(p_.unit_of[timer.step], s.peer).latency_s, What::kArrive, timer.step});
-          return false;
-        }
         // Messages to one peer leave one after another, as on a connection.
         Channel& c = channels_[{p_.unit_of[timer.step], s.peer}];
         if (c.busy) {
           c.queued.push_back(timer.step);
           return false;
         }
-        c.busy = true;
-        start_flow(timer.step);
-        return true;
+        return leave(c, timer.step);
       }
       case What::kArrive: {
         const size_t recv = p_.partner[timer.step];
@@ -173,11 +172,25 @@ class Run {
     now_ = t;
   }
 
-  void start_flow(size_t send) {
-    const algo::Step& s = *p_.step[send];
-    Flow f{send, &paths_.of(p_.unit_of[send], s.peer), static_cast<double>(s.bytes), 0};
-    for (const Hop& h : f.path->hops) carried_[static_cast<size_t>(h.link)] += f.left * h.weight;
-    flows_.push_back(f);
+  // A message starts on its free channel: a flow, or at once on its way if it has no bytes (and the
+  // next one queued behind it leaves too). True when a flow started.
+  bool leave(Channel& c, size_t send) {
+    for (;;) {
+      const algo::Step& s = *p_.step[send];
+      const Path* path = &paths_.of(p_.unit_of[send], s.peer);
+      if (s.bytes > 0) {
+        Flow f{send, path, static_cast<double>(s.bytes), 0};
+        for (const Hop& h : path->hops) carried_[static_cast<size_t>(h.link)] += f.left * h.weight;
+        flows_.push_back(f);
+        c.busy = true;
+        return true;
+      }
+      timers_.push({now_ + path->latency_s, What::kArrive, send});
+      c.busy = false;
+      if (c.queued.empty()) return false;
+      send = c.queued.front();
+      c.queued.pop_front();
+    }
   }
 
   bool finish_flows() {
@@ -198,11 +211,11 @@ class Run {
     // The next message to the same peer leaves.
     for (size_t send : finished) {
       Channel& c = channels_[{p_.unit_of[send], p_.step[send]->peer}];
-      c.busy = !c.queued.empty();
-      if (c.busy) {
-        start_flow(c.queued.front());
-        c.queued.pop_front();
-      }
+      c.busy = false;
+      if (c.queued.empty()) continue;
+      const size_t next = c.queued.front();
+      c.queued.pop_front();
+      leave(c, next);
     }
     return !finished.empty();
   }
@@ -224,7 +237,7 @@ class Run {
       const double busy = carried_[h] / paths_.capacity()[h];
       if (busy > result_.bottleneck_busy_s) {
         result_.bottleneck = link, result_.bottleneck_busy_s = busy;
-        result_.bottleneck_kind = paths_.symmetric() ? static_cast<int>(h) : -1;
+        result_.bottleneck_kind = paths_.symmetric() ? paths_.kind(static_cast<int>(h)) : -1;
       }
     }
   }
@@ -243,10 +256,6 @@ class Run {
   MaxMin maxmin_;
   std::vector<const std::vector<Hop>*> hops_;  // the flows', for maxmin_
   std::vector<double> rates_;
-  struct Channel {
-    bool busy = false;  // a message to this peer is on its way out
-    std::deque<size_t> queued;
-  };
   std::map<std::pair<int, int>, Channel> channels_;  // by sender and receiver
   double now_ = 0;
   Result result_;

@@ -1,5 +1,7 @@
 #include "sim/failures.h"
 
+#include "base/error.h"
+
 namespace coll::sim {
 
 long Cables::total() const {
@@ -25,8 +27,15 @@ std::vector<Degraded> one_cable_lost(const Cluster& cluster, const CollectiveRun
   for (const std::string& name : algorithms) {
     CollectiveRun r = run;
     r.algorithm = name;
-    const Prediction healthy = predict(cluster, r);
-    Degraded d{name, healthy.result.seconds, healthy.result.seconds, ""};
+    Prediction healthy;
+    try {
+      healthy = predict(cluster, r);
+    } catch (const Error& e) {
+      if (e.code() != Code::kInvalidArgument) throw;
+      out.push_back(Degraded{name, 0, 0, "", e.what()});  // too big to simulate here
+      continue;
+    }
+    Degraded d{name, healthy.result.seconds, healthy.result.seconds, "", ""};
     int busiest = -1;
     const std::vector<double>& carried = healthy.result.link_bytes;
     for (const auto* links : {&cluster.uplinks, &cluster.downlinks})

@@ -27,7 +27,8 @@ struct Degraded {
   std::string algorithm;
   double healthy_s = 0;
   double failed_s = 0;
-  std::string failed_link;  // "" when no switch link carried anything (one node)
+  std::string failed_link;    // "" when no switch link carried anything (one node)
+  std::string not_simulated;  // why, where the algorithm is too big to simulate here
 };
 
 // For each algorithm: its time, and its time with one cable gone from the

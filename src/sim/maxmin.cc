@@ -1,5 +1,6 @@
 #include "sim/maxmin.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace coll::sim {
@@ -20,12 +21,15 @@ void MaxMin::solve(const std::vector<double>& capacity, const std::vector<const 
         if (flows_.size() < touched_.size()) flows_.resize(touched_.size());
         left_.resize(touched_.size());
         rising_.resize(touched_.size());
+        unfrozen_.resize(touched_.size());
         left_[static_cast<size_t>(slot)] = capacity[static_cast<size_t>(h.link)];
         rising_[static_cast<size_t>(slot)] = 0;
+        unfrozen_[static_cast<size_t>(slot)] = 0;
         flows_[static_cast<size_t>(slot)].clear();
       }
       flows_[static_cast<size_t>(slot)].push_back(f);
       rising_[static_cast<size_t>(slot)] += h.weight;
+      ++unfrozen_[static_cast<size_t>(slot)];
     }
   frozen_.assign(nflows, 0);
   size_t left = 0;
@@ -34,13 +38,20 @@ void MaxMin::solve(const std::vector<double>& capacity, const std::vector<const 
     left += frozen_[f] ? 0 : 1;
   }
   const double inf = std::numeric_limits<double>::infinity();
-  auto share_of = [&](size_t s) { return rising_[s] > 0 ? left_[s] / rising_[s] : inf; };
+  // A link counts while a flow through it still rises (by count: the weights' sum may not reach 0 exactly).
+  auto share_of = [&](size_t s) {
+    return unfrozen_[s] > 0 && rising_[s] > 0 ? std::max(0.0, left_[s]) / rising_[s] : inf;
+  };
   while (left > 0) {
     // The link whose fair share is smallest fills first.
     double share = inf;
     for (size_t s = 0; s < touched_.size(); ++s) share = std::min(share, share_of(s));
+    if (share == inf) {  // what still rises crosses only links of no weight
+      for (size_t f = 0; f < nflows; ++f) frozen_[f] = 1;
+      break;
+    }
     for (size_t s = 0; s < touched_.size(); ++s) {
-      if (rising_[s] <= 0 || share_of(s) > share * (1 + 1e-12)) continue;
+      if (share_of(s) > share * (1 + 1e-12)) continue;
       for (size_t f : flows_[s]) {
         if (frozen_[f]) continue;
         frozen_[f] = 1;
@@ -50,6 +61,7 @@ void MaxMin::solve(const std::vector<double>& capacity, const std::vector<const 
           const size_t other = static_cast<size_t>(slot_[static_cast<size_t>(h.link)]);
           left_[other] -= share * h.weight;
           rising_[other] -= h.weight;
+          --unfrozen_[other];
         }
       }
     }

@@ -30,6 +30,7 @@ class MaxMin {
   std::vector<int> slot_, touched_;
   std::vector<double> left_;    // capacity not yet given to frozen flows
   std::vector<double> rising_;  // the weights of the flows through it still rising
+  std::vector<int> unfrozen_;   // how many of them
   std::vector<std::vector<size_t>> flows_;
   std::vector<char> frozen_;
 };

@@ -9,28 +9,27 @@ Paths::Paths(const Fabric& fabric, const Symmetry& sym) : fabric_(fabric), sym_(
     for (int l = 0; l < fabric.num_links(); ++l) capacity_.push_back(fabric.link(l).bytes_per_s);
     return;
   }
-  links_of_kind_.assign(static_cast<size_t>(fabric.num_kinds()), 0);
-  capacity_.assign(static_cast<size_t>(fabric.num_kinds()), 0);
-  example_.assign(static_cast<size_t>(fabric.num_kinds()), -1);
-  std::vector<bool> seen(static_cast<size_t>(fabric.num_links()), false);
+  group_of_link_.assign(static_cast<size_t>(fabric.num_links()), -1);
+  std::map<std::pair<int, double>, int> groups;
   for (int r = 0; r < fabric.nranks(); ++r) {
     const Fabric::Place& p = fabric.place(r);
     std::vector<int> links{p.gpu_up, p.gpu_down, p.nic_up, p.nic_down};
     links.insert(links.end(), p.group_up.begin(), p.group_up.end());
     links.insert(links.end(), p.group_down.begin(), p.group_down.end());
     for (int l : links) {
-      if (l < 0 || seen[static_cast<size_t>(l)]) continue;
-      seen[static_cast<size_t>(l)] = true;
+      if (l < 0 || group_of_link_[static_cast<size_t>(l)] >= 0) continue;
       const Link& link = fabric.link(l);
       if (link.kind < 0) fail(Code::kInternal, "simulate: link ", link.name, " has no kind; no symmetry applies");
-      const size_t k = static_cast<size_t>(link.kind);
-      ++links_of_kind_[k];
-      capacity_[k] += link.bytes_per_s;
-      if (example_[k] < 0) example_[k] = l;
+      auto [it, added] = groups.try_emplace({link.kind, link.bytes_per_s}, static_cast<int>(capacity_.size()));
+      if (added) {
+        capacity_.push_back(link.bytes_per_s);
+        links_in_group_.push_back(0);
+        example_.push_back(l);
+      }
+      group_of_link_[static_cast<size_t>(l)] = it->second;
+      ++links_in_group_[static_cast<size_t>(it->second)];
     }
   }
-  for (size_t k = 0; k < capacity_.size(); ++k)
-    if (links_of_kind_[k] > 0) capacity_[k] /= links_of_kind_[k];
 }
 
 Path Paths::one(int from, int to) const {
@@ -43,13 +42,16 @@ Path Paths::one(int from, int to) const {
 
 Path Paths::spread(int rep, int peer) const {
   std::map<int, double> crossings;
+  Path p;
   for (int k = 0; k < sym_.members(); ++k) {
     const int m = sym_.member(sym_.class_of(rep), k);
-    for (int l : fabric_.route(m, sym_.image(m, peer))) crossings[fabric_.link(l).kind] += 1;
+    const std::vector<int> route = fabric_.route(m, sym_.image(m, peer));
+    for (int l : route) crossings[group_of_link_[static_cast<size_t>(l)]] += 1;
+    p.latency_s += fabric_.latency(route);
   }
-  Path p = one(rep, peer);
-  p.hops.clear();
-  for (const auto& [kind, n] : crossings) p.hops.push_back(Hop{kind, n / links_of_kind_[static_cast<size_t>(kind)]});
+  p.latency_s /= sym_.members();
+  for (const auto& [group, n] : crossings)
+    p.hops.push_back(Hop{group, n / links_in_group_[static_cast<size_t>(group)]});
   return p;
 }
 

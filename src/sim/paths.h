@@ -23,15 +23,17 @@ struct Path {
 
 class Paths {
  public:
-  // Each kind's links among those the ranks reach, and their mean capacity, under a symmetry.
+  // Under a symmetry: groups the links the ranks reach by kind and capacity.
   Paths(const Fabric& fabric, const Symmetry& sym);
 
   bool symmetric() const { return sym_.members() > 1; }
-  // Per link, or per kind of link.
+  // Per link, or per group of links.
   const std::vector<double>& capacity() const { return capacity_; }
-  // The link a kind's numbers are shown on (one it has; the same for all).
+  // The link a group's numbers are shown on (one of it; all carry the same).
   int example(int hop) const { return symmetric() ? example_[static_cast<size_t>(hop)] : hop; }
-  std::string hop_name(int hop) const { return symmetric() ? fabric_.kind_name(hop) : fabric_.link(hop).name; }
+  // The fabric's kind of a hop's links.
+  int kind(int hop) const { return fabric_.link(example(hop)).kind; }
+  std::string hop_name(int hop) const { return symmetric() ? fabric_.kind_name(kind(hop)) : fabric_.link(hop).name; }
 
   const Path& of(int unit, int peer) {
     auto [it, added] = cache_.try_emplace({unit, peer});
@@ -41,13 +43,16 @@ class Paths {
 
  private:
   Path one(int from, int to) const;
-  // Every member's message of the representative's class, counted by kind.
+  // Every member's message of the representative's class, counted by group; the mean latency.
   Path spread(int rep, int peer) const;
 
   const Fabric& fabric_;
   const Symmetry& sym_;
   std::vector<double> capacity_;
-  std::vector<double> links_of_kind_;
+  // Links of one kind and one capacity form a group (a failed cable, a
+  // partly filled leaf: a group of their own), which shares its load evenly.
+  std::vector<int> group_of_link_;
+  std::vector<double> links_in_group_;
   std::vector<int> example_;
   std::map<std::pair<int, int>, Path> cache_;
 };

@@ -38,12 +38,19 @@ Sweep sweep(const Cluster& cluster, const CollectiveRun& base, size_t min_bytes,
     std::vector<double> row;
     CollectiveRun r = base;
     r.bytes = bytes;
+    std::string choice = "-";
     for (const std::string& a : algorithms) {
       r.algorithm = a;
-      const Prediction p = predict(cluster, r);
-      row.push_back(p.busbw_bytes_per_s);
-      if (row.size() == 1) s.auto_choice.push_back(p.auto_choice);
+      try {
+        const Prediction p = predict(cluster, r);
+        row.push_back(p.busbw_bytes_per_s);
+        choice = p.auto_choice;
+      } catch (const Error& e) {
+        if (e.code() != Code::kInvalidArgument) throw;
+        row.push_back(0);  // too big to simulate here: left out, not the sweep
+      }
     }
+    s.auto_choice.push_back(choice);
     const size_t best = static_cast<size_t>(std::max_element(row.begin(), row.end()) - row.begin());
     if (!best_before.empty() && algorithms[best] != best_before)
       s.crossovers.push_back({bytes, best_before, algorithms[best]});

@@ -8,6 +8,7 @@ int ranks_per_node(const std::vector<int>& node_of) {
   if (node_of.empty()) return 0;
   int d = 0;
   while (d < static_cast<int>(node_of.size()) && node_of[static_cast<size_t>(d)] == 0) ++d;
+  if (d == 0) return 0;
   if (node_of.size() % static_cast<size_t>(d) != 0) return 0;
   for (size_t r = 0; r < node_of.size(); ++r)
     if (node_of[r] != static_cast<int>(r) / d) return 0;

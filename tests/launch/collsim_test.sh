@@ -50,8 +50,8 @@ grep -qF "symmetry    node 0's 8 ranks simulated, each for the 12500 ranks of it
   fail "no symmetry at 100k: $out"
 grep -qF "bottleneck  every nic0.up link (as node0.nic0.up)" <<<"$out" || fail "100k bottleneck: $out"
 busbw=$(awk '$1 == "busbw" { print $2 }' <<<"$out")
-# Each rail's ring of 12 500 nodes: bounded by the NICs (50 GB/s) and 25 000 messages of latency.
-awk -v b="$busbw" 'BEGIN { exit !(b > 10 && b < 50) }' || fail "100k hierarchical busbw $busbw GB/s, expected 10-50"
+# Each rail's ring of 12 500 nodes: 25 000 messages of about 4.6 us (alpha 3 us, 4 hops, 10 KiB at 50 GB/s).
+awk -v b="$busbw" 'BEGIN { exit !(b > 17 && b < 21) }' || fail "100k hierarchical busbw $busbw GB/s, expected 17-21"
 
 echo "== --explain: the rounds in words, the cost formula with its numbers, the same as an animation"
 out=$("$collsim" --explain ring -n 4 --svg "$tmp/ring.svg")
@@ -98,7 +98,7 @@ check_error "cannot be read" --cluster "$tmp/none.json"
 check_error "asked for; the cluster has 128 GPUs" --cluster "$clusters/islands_4x4.json" --ranks 500
 check_error "--explain 'nope': allreduce has" --explain nope
 check_error "3 ranks do not fill nodes of 2 evenly" --explain ring -n 3 --per-node 2
-check_error "tree on 100000 ranks has more than 100000000 steps" --cluster "$clusters/fat_tree_100k.json" --algo tree
+check_error "tree on 100000 ranks would simulate every rank" --cluster "$clusters/fat_tree_100k.json" --algo tree
 check_error "direct on 100000 ranks sends between" --cluster "$clusters/fat_tree_100k.json" --collective alltoall --size 1G
 check_error "--symmetry 'maybe'" --cluster "$clusters/islands_4x4.json" --symmetry maybe
 check_error "--failures needs a mean time to failure in hours" --cluster "$clusters/islands_4x4.json" --failures 0
