@@ -25,6 +25,11 @@ size_t count_of(Collective c, size_t bytes, size_t elem, int n) {
   }
 }
 
+[[noreturn]] void too_big(const algo::Algorithm& a, int n, const std::string& what) {
+  throw TooBig(Code::kInvalidArgument, str_cat("simulate: ", a.name, " on ", n, " ranks ", what,
+                                               " (docs/SIMULATION.md, Scale): ask for fewer ranks"));
+}
+
 }  // namespace
 
 algo::CostModel cost_model_of(const Cluster& c) {
@@ -98,16 +103,13 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
       for (const algo::Schedule& s : p.schedules)
         walks += s.peers().size() * static_cast<size_t>(sym->symmetry.members());
       if (walks > kMaxSteps)
-        fail(Code::kInvalidArgument, "simulate: ", p.algorithm->name, " on ", n, " ranks sends between ", walks,
-             " pairs of ranks, more than ", kMaxSteps, " (docs/SIMULATION.md, Scale): ask for fewer ranks");
+        too_big(*p.algorithm, n, str_cat("sends between ", walks, " pairs of ranks, more than ", kMaxSteps));
       return p;
     }
   // Building each rank's schedule may cost O(n) itself (the trees'), and running every rank is slow long before.
+  const std::string unaided = "; no symmetry stands in for them (none found or asked for)";
   if (n > kMaxEveryRank)
-    fail(Code::kInvalidArgument, "simulate: ", p.algorithm->name, " on ", n,
-         " ranks would simulate every rank (no symmetry stands in for them: none found or asked for; "
-         "docs/SIMULATION.md, Scale); at most ",
-         kMaxEveryRank, ": ask for fewer ranks");
+    too_big(*p.algorithm, n, str_cat("would simulate every rank, at most ", kMaxEveryRank, unaided));
   p.schedules.reserve(static_cast<size_t>(n));
   size_t steps = 0;
   for (int r = 0; r < n; ++r) {
@@ -116,9 +118,7 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
     // About 100 bytes a step: stop before the machine's memory does (rank 0's steps times n, first).
     steps += p.schedules.back().steps.size();
     if (steps > kMaxSteps || (r == 0 && steps * static_cast<size_t>(n) > kMaxSteps))
-      fail(Code::kInvalidArgument, "simulate: ", p.algorithm->name, " on ", n, " ranks has more than ", kMaxSteps,
-           " steps, and no symmetry stands in for them (none found or asked for; docs/SIMULATION.md, Scale): ask for "
-           "fewer ranks");
+      too_big(*p.algorithm, n, str_cat("has more than ", kMaxSteps, " steps", unaided));
   }
   shape.rank = 0;
   return p;

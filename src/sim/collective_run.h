@@ -7,6 +7,7 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/select.h"
+#include "base/error.h"
 #include "sim/cluster.h"
 #include "sim/engine.h"
 #include "sim/symmetry.h"
@@ -58,6 +59,12 @@ struct Plan {
   std::vector<algo::Schedule> schedules;  // every rank's, or the symmetry's representatives'
   std::optional<Symmetry> symmetry;
   bool same_dependencies = true;
+};
+// kInvalidArgument for a bad run; TooBig where it is too big to simulate
+// here (more than 8192 ranks or 10^8 steps without a symmetry, or 10^8
+// route walks with one), which a sweep shows as not simulated and goes on.
+struct TooBig : Error {
+  using Error::Error;
 };
 Plan plan(const Cluster& cluster, const CollectiveRun& run);
 

@@ -1,7 +1,5 @@
 #include "sim/failures.h"
 
-#include "base/error.h"
-
 namespace coll::sim {
 
 long Cables::total() const {
@@ -30,9 +28,8 @@ std::vector<Degraded> one_cable_lost(const Cluster& cluster, const CollectiveRun
     Prediction healthy;
     try {
       healthy = predict(cluster, r);
-    } catch (const Error& e) {
-      if (e.code() != Code::kInvalidArgument) throw;
-      out.push_back(Degraded{name, 0, 0, "", e.what()});  // too big to simulate here
+    } catch (const TooBig& e) {
+      out.push_back(Degraded{name, 0, 0, "", e.what()});
       continue;
     }
     Degraded d{name, healthy.result.seconds, healthy.result.seconds, "", ""};

@@ -24,7 +24,8 @@ struct Program {
   std::vector<size_t> partner;    // a send's receive, a receive's send
 
   // kInvalidArgument names the first message whose ends do not pair up (in
-  // number or size); kInternal a symmetry whose pairs do not agree.
+  // number or size). A shift's pairing is its own inverse: a receive's send
+  // has that receive as its partner.
   Program(const std::vector<algo::Schedule>& schedules, const Symmetry& sym);
 
   int step_index(size_t id) const { return static_cast<int>(id - first[static_cast<size_t>(unit_of[id])]); }

@@ -1,17 +1,15 @@
 #include "sim/symmetry.h"
 
+#include "algorithms/algorithms.h"
+
 namespace coll::sim {
 namespace {
 
 // Ranks per node, if node n holds ranks n*d .. n*d+d-1 for every n; 0 otherwise.
-int ranks_per_node(const std::vector<int>& node_of) {
-  if (node_of.empty()) return 0;
-  int d = 0;
-  while (d < static_cast<int>(node_of.size()) && node_of[static_cast<size_t>(d)] == 0) ++d;
-  if (d == 0) return 0;
-  if (node_of.size() % static_cast<size_t>(d) != 0) return 0;
-  for (size_t r = 0; r < node_of.size(); ++r)
-    if (node_of[r] != static_cast<int>(r) / d) return 0;
+int contiguous_ranks_per_node(const algo::CollShape& shape) {
+  const int d = shape.node_of.empty() ? 0 : algo::ranks_per_node(shape);  // nodes of equal size, or 0
+  for (size_t r = 0; d > 0 && r < shape.node_of.size(); ++r)
+    if (shape.node_of[r] != static_cast<int>(r) / d) return 0;
   return d;
 }
 
@@ -31,7 +29,7 @@ bool shifted(const algo::Schedule& rep, const algo::Schedule& other, const Symme
 }  // namespace
 
 std::optional<SymmetricPlan> find_symmetry(const algo::Algorithm& algorithm, algo::CollShape shape) {
-  const int d = ranks_per_node(shape.node_of);
+  const int d = contiguous_ranks_per_node(shape);
   const int n = shape.nranks;
   if (d == 0 || d == n) return std::nullopt;
   SymmetricPlan p{Symmetry(n, d), {}, true};

@@ -392,6 +392,9 @@ TEST(Sweep, FindsWhereTheFastestAlgorithmChanges) {
   EXPECT_EQ(s.crossovers[0].from, "recursive_doubling");
   EXPECT_EQ(s.crossovers[0].to, "ring");
   EXPECT_THROW(sweep(c, run, 4096, 1024, {"ring"}), Error);  // smallest above largest
+  // A message that cannot arrive is an error, not an algorithm left out as too big to simulate.
+  const Cluster failed = parse_cluster(two_level(R"(, "failed_links": ["node1.nic0"])"), "t");
+  EXPECT_THROW(sweep(failed, run, 1024, 4096, {"ring"}), Error);
   const Sweep top = sweep(c, run, size_t{1} << 20, (size_t{1} << 20) * 5, {"ring"});
   EXPECT_EQ(top.sizes, (std::vector<size_t>{size_t{1} << 20, size_t{4} << 20, size_t{5} << 20}));
   const std::string svg = sweep_svg(s, "a <title> & more");
