@@ -2,7 +2,8 @@
 //
 //   collsim --cluster FILE [--collective allreduce] [--algo NAME|auto]
 //           [--size 1G] [--ranks N] [--symmetry auto|on|off] [--timeline FILE.csv|FILE.json]
-//           [--sweep FILE.svg [--min-size 1K]] [--failures MTTF_HOURS]
+//           [--sweep FILE.svg [--min-size 1K]] [--failures MTTF_HOURS] [--tuning FILE]
+//   collsim --cluster FILE --fit MEASURED     (scripts/calibrate.sh)
 //
 // Prints the predicted time, algbw and busbw (nccl-tests' definitions), the
 // busiest link, and the algorithm coll's selector would pick (auto). The
@@ -10,12 +11,14 @@
 // plots busbw against size for every algorithm, the crossovers marked (a
 // PNG next to the SVG where gnuplot is installed); --failures gives the
 // expected time to the first cable failure and each algorithm's slowdown
-// with one cable of its busiest switch link gone.
+// with one cable of its busiest switch link gone. --tuning gives the link
+// parameters scripts/calibrate.sh measured; --fit is how it fits them.
 #include "algorithms/select.h"
 #include "base/error.h"
 #include "sim/collective_run.h"
 #include "sim/explain.h"
 #include "sim/failures.h"
+#include "sim/fit.h"
 #include "sim/sweep.h"
 
 #include <unistd.h>
@@ -49,6 +52,8 @@ struct Options {
   bool size_given = false;
   std::string svg;
   std::string symmetry = "auto";
+  std::string tuning;
+  std::string fit;  // measured runs
 };
 
 void usage(FILE* out) {
@@ -61,6 +66,9 @@ void usage(FILE* out) {
                "  --algo NAME       ring, tree, halving_doubling, hierarchical, ...; auto (default): coll's choice\n"
                "  --size BYTES      nccl-tests' size, with K, M or G (default 1G)\n"
                "  --ranks N         the first N GPUs of the cluster (default: all)\n"
+               "  --fit MEASURED    the node class's parameters that reproduce the measured runs (as\n"
+               "                    scripts/calibrate.sh writes them), printed as a tuning file\n"
+               "  --tuning FILE     link parameters of the cluster's classes, as scripts/calibrate.sh writes them\n"
                "  --symmetry S      auto (default: from 1024 ranks), on or off: simulate one node's ranks for\n"
                "                    all when the schedules are alike on every node (docs/SIMULATION.md)\n"
                "  --timeline FILE   every step of every rank, with its start and end\n"
@@ -116,6 +124,10 @@ Options parse(int argc, char** argv) {
       o.per_node = std::atoi(value().c_str());
     else if (a == "--svg")
       o.svg = value();
+    else if (a == "--fit")
+      o.fit = value();
+    else if (a == "--tuning")
+      o.tuning = value();
     else if (a == "--ranks")
       o.ranks = std::atoi(value().c_str());
     else if (a == "--symmetry") {
@@ -301,7 +313,7 @@ void run_failures(const Options& o, const coll::sim::Cluster& cluster, const col
 
 int run_explain(const Options& o) {
   const coll::sim::Cluster cluster = o.cluster.empty() ? coll::sim::teaching_cluster(o.explain_ranks, o.per_node)
-                                                       : coll::sim::load_cluster(o.cluster, o.explain_ranks);
+                                                       : coll::sim::load_cluster(o.cluster, o.explain_ranks, o.tuning);
   coll::sim::CollectiveRun run;
   run.collective = collective_of(o.collective);
   run.algorithm = o.explain;
@@ -319,11 +331,34 @@ int run_explain(const Options& o) {
   return 0;
 }
 
+int run_fit(const Options& o) {
+  std::ifstream in(o.fit);
+  if (!in) die("--fit " + o.fit + " cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::vector<coll::sim::Measured> runs = coll::sim::parse_measured(text.str(), o.fit);
+  const std::string node_class = coll::sim::load_cluster(o.cluster, 0, o.tuning).node_class;
+  const coll::sim::FitResult r =
+      coll::sim::fit_node_class([&](int ranks) { return coll::sim::load_cluster(o.cluster, ranks, o.tuning); }, runs);
+  // All of it a tuning file: the table as comments.
+  std::printf("# %s fitted by collsim --fit to the %zu runs of %s (each simulated %d times)\n", node_class.c_str(),
+              runs.size(), o.fit.c_str(), r.evaluations);
+  std::printf("# root mean square of log(predicted / measured) %.3f\n", r.rms_log_error);
+  for (size_t i = 0; i < runs.size(); ++i)
+    std::printf("#   %-14s %-18s %3d ranks %10zu bytes: predicted %10.1f us, measured %10.1f us (%+.0f%%)\n",
+                coll::algo::collective_name(runs[i].collective), runs[i].algorithm.c_str(), runs[i].ranks,
+                runs[i].bytes, r.predicted_s[i] * 1e6, runs[i].seconds * 1e6,
+                100 * (r.predicted_s[i] / runs[i].seconds - 1));
+  std::fputs(coll::sim::tuning_lines(node_class, r.link).c_str(), stdout);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
     if (!o.explain.empty()) return run_explain(o);
-    const coll::sim::Cluster cluster = coll::sim::load_cluster(o.cluster, o.ranks);
+    if (!o.fit.empty()) return run_fit(o);
+    const coll::sim::Cluster cluster = coll::sim::load_cluster(o.cluster, o.ranks, o.tuning);
     coll::sim::CollectiveRun run;
     run.collective = collective_of(o.collective);
     run.bytes = o.bytes;

@@ -2,9 +2,21 @@
 
 #include "base/error.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace coll::algo {
+
+LinkModel LinkModel::at_size(double bytes, int per_node) const {
+  if (cache_bytes <= 0 || cache_beta_ns_per_byte <= 0 || beta_ns_per_byte <= 0) return *this;
+  const double held = bytes * std::max(per_node, 1);
+  const double in_cache = held <= cache_bytes ? 1 : cache_bytes / held;
+  const double beta = beta_ns_per_byte - (beta_ns_per_byte - cache_beta_ns_per_byte) * in_cache;
+  LinkModel m = *this;
+  m.node_beta_ns_per_byte *= beta / beta_ns_per_byte;
+  m.beta_ns_per_byte = beta;
+  return m;
+}
 
 std::string CostModel::class_names() const {
   std::string out;
@@ -37,15 +49,19 @@ void CostModel::apply(const std::string& text, const std::string& origin) {
     std::string cls = key.substr(0, dot), param = dot == std::string::npos ? "" : key.substr(dot + 1);
     auto it = links.find(cls);
     LinkModel* link = it == links.end() ? nullptr : &it->second;
-    double* field = link == nullptr                ? nullptr
-                    : param == "alpha_us"          ? &link->alpha_us
-                    : param == "beta_ns_per_byte"  ? &link->beta_ns_per_byte
-                    : param == "gamma_ns_per_byte" ? &link->gamma_ns_per_byte
-                    : param == "chunk_bytes"       ? &link->chunk_bytes
-                                                   : nullptr;
+    double* field = link == nullptr                     ? nullptr
+                    : param == "alpha_us"               ? &link->alpha_us
+                    : param == "beta_ns_per_byte"       ? &link->beta_ns_per_byte
+                    : param == "node_beta_ns_per_byte"  ? &link->node_beta_ns_per_byte
+                    : param == "cache_bytes"            ? &link->cache_bytes
+                    : param == "cache_beta_ns_per_byte" ? &link->cache_beta_ns_per_byte
+                    : param == "gamma_ns_per_byte"      ? &link->gamma_ns_per_byte
+                    : param == "chunk_bytes"            ? &link->chunk_bytes
+                                                        : nullptr;
     if (field == nullptr)
       fail(Code::kInvalidArgument, origin, ":", number, ": unknown parameter '", key, "' (classes ", class_names(),
-           "; parameters alpha_us, beta_ns_per_byte, gamma_ns_per_byte, chunk_bytes)");
+           "; parameters alpha_us, beta_ns_per_byte, node_beta_ns_per_byte, cache_bytes, cache_beta_ns_per_byte, ",
+           "gamma_ns_per_byte, chunk_bytes)");
     if (value < 0) fail(Code::kInvalidArgument, origin, ":", number, ": '", key, "' must not be negative");
     if (field == &link->chunk_bytes && (value < 64 || value > double(1 << 30)))
       fail(Code::kInvalidArgument, origin, ":", number, ": '", key, "' must be between 64 and 1G");

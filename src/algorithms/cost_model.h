@@ -13,13 +13,30 @@ namespace coll::algo {
 
 struct LinkModel {
   double alpha_us = 0;             // per message
-  double beta_ns_per_byte = 0;     // inverse bandwidth
+  double beta_ns_per_byte = 0;     // inverse bandwidth, of one rank's messages
   double gamma_ns_per_byte = 0.1;  // reduction (the CPU's float32 sum)
   double chunk_bytes = 0;          // pipelining unit when COLL_CHUNK_BYTES is unset
   // The link joins ranks of one node only: algorithms that send every
   // vector to every rank (the direct allreduce) are a choice there, never
   // across a network.
   bool one_node = false;
+  // (What scripts/calibrate.sh measures besides; last, so that positional
+  // initialisers of the fields above still mean them.)
+  // Inverse bandwidth of all of a node's messages of this class together,
+  // where they share something (the memory shared-memory copies go
+  // through); 0: nothing. The simulator models it (a node's memory link);
+  // the selector does not yet.
+  double node_beta_ns_per_byte = 0;
+  // What a node's cache holds of its ranks' vectors (CPU ranks): the part
+  // of them within it moves at cache_beta instead of beta.
+  double cache_bytes = 0;
+  double cache_beta_ns_per_byte = 0;
+
+  // The parameters for a collective of `bytes` on each of `per_node` ranks
+  // of a node: min(1, cache_bytes / (per_node bytes)) of each vector moves at
+  // cache_beta, the rest at beta (node_beta scaled alike). Itself where no
+  // cache is given.
+  LinkModel at_size(double bytes, int per_node) const;
 };
 
 struct CostModel {

@@ -247,6 +247,19 @@ const Algorithm& Selector::choose(const CollShape& shape) {
   if (single && !named_.count(shape.collective)) wanted.clear();
   const Algorithm* best = nullptr;
   double best_cost = 0;
+  // With a cache (a tuning file's), the links at the share of the vectors the node's ranks hold;
+  // only then, as counting the ranks of a node costs O(n).
+  LinkModel sized = link();
+  CollShape sized_shape;
+  const CollShape* priced = &shape;
+  if (link().cache_bytes > 0 || shape.node_link.cache_bytes > 0) {
+    const int per_node = ranks_per_node(shape);
+    const int held = per_node > 0 ? per_node : shape.nranks;
+    sized = link().at_size(bytes_of(shape), held);
+    sized_shape = shape;
+    sized_shape.node_link = shape.node_link.at_size(bytes_of(shape), held);
+    priced = &sized_shape;
+  }
   for (const Algorithm& a : all_algorithms()) {
     if (a.collective != shape.collective) continue;
     if (!wanted.empty()) {
@@ -256,7 +269,7 @@ const Algorithm& Selector::choose(const CollShape& shape) {
     // The direct allreduce sends every vector to every rank: a choice for
     // ranks of one node only, never across the network.
     if (shape.collective == Collective::kAllreduce && std::string(a.name) == "direct" && !link().one_node) continue;
-    double cost = a.cost(shape, link());
+    double cost = a.cost(*priced, sized);
     if (best == nullptr || cost < best_cost) best = &a, best_cost = cost;
   }
   if (best == nullptr)
@@ -268,7 +281,7 @@ const Algorithm& Selector::choose(const CollShape& shape) {
   if (log::enabled(log::Level::kInfo, log::kColl) && logged_.insert({shape.collective, bucket}).second)
     log::info(log::kColl, collective_name(shape.collective), " of ~", bytes, " bytes on ", shape.nranks, " ranks (",
               link_class_, "): ", best->name, wanted.empty() ? " (cost model)" : " (COLL_ALGO)", ", predicted ",
-              best->cost(shape, link()) * 1e6, " us");
+              best->cost(*priced, sized) * 1e6, " us");
   return *best;
 }
 

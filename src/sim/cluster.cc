@@ -1,6 +1,7 @@
 #include "sim/cluster.h"
 
 #include "base/error.h"
+#include "sim/tuning.h"
 #include "topology/load.h"
 #include "topology/paths.h"
 
@@ -54,9 +55,17 @@ struct Level {
   double uplink_bytes_per_s = 0;  // set: the group's links up have this capacity (islands)
 };
 
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream file(path);
+  if (!file) fail(Code::kInvalidArgument, what, " ", path, " cannot be read");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
-Cluster parse_cluster(const std::string& text, const std::string& origin, int ranks) {
+Cluster parse_cluster(const std::string& text, const std::string& origin, int ranks, const Tuning* tuning) {
   Json j;
   try {
     j = Json::parse(text);
@@ -103,10 +112,27 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     c.nics_per_node = in.integer(node, "nics", "node", 1);
     c.gpu_link_bytes_per_s = in.number(node, "gpu_link_gbps", "node", 1e-9) * kGbit;
   }
+  c.memory_bytes_per_s = in.number_or(node, "memory_gbps", "node", 0, 0) * kGbit;
+  if (j.contains("classes")) {
+    const Json& classes = j["classes"];
+    if (!classes.is_object())
+      fail(Code::kInvalidArgument, origin, ": classes must be {\"node\": ..., \"network\": ...}");
+    for (const auto& [key, value] : classes.items()) {
+      std::string* field = key == "node" ? &c.node_class : key == "network" ? &c.network_class : nullptr;
+      if (field == nullptr)
+        fail(Code::kInvalidArgument, origin, ": classes.", key, " is not a class of the cluster (node, network)");
+      if (!value.is_string())
+        fail(Code::kInvalidArgument, origin, ": classes.", key, " must be a link class's name (shm, tcp, ib)");
+      *field = value.get<std::string>();
+    }
+    if (c.node_class == c.network_class)
+      fail(Code::kInvalidArgument, origin, ": classes.node and classes.network are both '", c.node_class, "'");
+  }
   c.nic_bytes_per_s = in.number(j, "nic_gbps", "the cluster", 1e-9) * kGbit;
   const Json lat = j.contains("latency_us") ? j["latency_us"] : Json::object();
-  const double gpu_latency = in.number_or(lat, "gpu_link", "latency_us", 0, 0.5) * 1e-6;
-  const double hop_latency = in.number_or(lat, "hop", "latency_us", 0, 1.0) * 1e-6;
+  double gpu_latency = in.number_or(lat, "gpu_link", "latency_us", 0, 0.5) * 1e-6;
+  double hop_latency = in.number_or(lat, "hop", "latency_us", 0, 1.0) * 1e-6;  // a NIC's; a tuning file may set it
+  const double level_latency = hop_latency;                                    // a switch level's links, each way
   const Json costs = j.contains("costs") ? j["costs"] : Json::object();
   c.costs.alpha_s = in.number_or(costs, "alpha_us", "costs", 0, 2.0) * 1e-6;
   c.costs.gamma_s_per_byte = in.number_or(costs, "gamma_ns_per_byte", "costs", 0, 0.001) * 1e-9;
@@ -127,6 +153,8 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     levels.push_back(level);
   }
   const int total = c.nodes * c.gpus_per_node;
+  if (tuning != nullptr)
+    apply_tuning(c, *tuning, gpu_latency, hop_latency, (ranks == 0 ? total : ranks) <= c.gpus_per_node);
   if (ranks < 0 || ranks > total)
     fail(Code::kInvalidArgument, origin, ": ", ranks, " ranks asked for; the cluster has ", total, " GPUs");
   const int nranks = ranks == 0 ? total : ranks;
@@ -165,8 +193,8 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
       const int cables = std::max(1, static_cast<int>(std::lround(up[l][g] / c.nic_bytes_per_s)));
       // A rail's leaves carry that rail's traffic only: a kind of their own.
       const std::string kind = l == 0 && rails ? level + ".rail" + std::to_string(g % nics) : level;
-      up_link[l].push_back(f.add_link(name + ".up", up[l][g], hop_latency, cables, kind + ".up"));
-      down_link[l].push_back(f.add_link(name + ".down", up[l][g], hop_latency, cables, kind + ".down"));
+      up_link[l].push_back(f.add_link(name + ".up", up[l][g], level_latency, cables, kind + ".up"));
+      down_link[l].push_back(f.add_link(name + ".down", up[l][g], level_latency, cables, kind + ".down"));
     }
     if (l + 1 < levels.size()) {
       std::vector<bool> counted(down[l].size(), false);
@@ -188,6 +216,7 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
       nic_up.push_back(f.add_link(name + ".up", c.nic_bytes_per_s, hop_latency, 1, nic + ".up"));
       nic_down.push_back(f.add_link(name + ".down", c.nic_bytes_per_s, hop_latency, 1, nic + ".down"));
     }
+  std::vector<int> memory(static_cast<size_t>(c.nodes), -1);
   for (int r = 0; r < nranks; ++r) {
     const int n = r / c.gpus_per_node, g = r % c.gpus_per_node;
     const int nic = nic_of_gpu.empty() ? g * nics / c.gpus_per_node : nic_of_gpu[static_cast<size_t>(g)];
@@ -196,8 +225,17 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     place.node = n;
     const std::string gpu = "gpu" + std::to_string(g);
     const std::string name = "node" + std::to_string(n) + "." + gpu;
-    place.gpu_up = f.add_link(name + ".up", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".up");
-    place.gpu_down = f.add_link(name + ".down", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".down");
+    if (c.memory_bytes_per_s > 0) {
+      // A CPU rank's core copies its messages in and out and does its local work: one link for all.
+      place.gpu_up = place.gpu_down = f.add_link(name + ".core", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".core");
+    } else {
+      place.gpu_up = f.add_link(name + ".up", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".up");
+      place.gpu_down = f.add_link(name + ".down", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".down");
+    }
+    int& mem = memory[static_cast<size_t>(n)];
+    if (mem < 0 && c.memory_bytes_per_s > 0)
+      mem = f.add_link("node" + std::to_string(n) + ".memory", c.memory_bytes_per_s, 0, 0, "memory");
+    place.memory = mem;
     place.nic_up = nic_up[static_cast<size_t>(port)];
     place.nic_down = nic_down[static_cast<size_t>(port)];
     for (size_t l = 0; l < levels.size(); ++l) {
@@ -240,12 +278,11 @@ void fail_cable(Fabric& f, const std::string& name, const std::string& origin) {
   }
 }
 
-Cluster load_cluster(const std::string& path, int ranks) {
-  std::ifstream file(path);
-  if (!file) fail(Code::kInvalidArgument, "cluster file ", path, " cannot be read");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_cluster(text.str(), path, ranks);
+Cluster load_cluster(const std::string& path, int ranks, const std::string& tuning_path) {
+  const std::string text = read_file(path, "cluster file");
+  if (tuning_path.empty()) return parse_cluster(text, path, ranks);
+  const Tuning tuning{read_file(tuning_path, "tuning file"), tuning_path};
+  return parse_cluster(text, path, ranks, &tuning);
 }
 
 }  // namespace coll::sim

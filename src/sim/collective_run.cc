@@ -2,6 +2,7 @@
 
 #include "algorithms/select.h"
 #include "base/error.h"
+#include "sim/tuning.h"
 #include "topology/nodes.h"
 
 namespace coll::sim {
@@ -34,21 +35,23 @@ size_t count_of(Collective c, size_t bytes, size_t elem, int n) {
 
 algo::CostModel cost_model_of(const Cluster& c) {
   algo::CostModel m;
-  const double hop = c.fabric.num_links() > 0 ? c.fabric.link(c.fabric.place(0).nic_up).latency_s : 0;
-  algo::LinkModel net;
   // A message between nodes crosses, at the farthest, the NICs and every switch level twice.
-  const size_t levels = c.fabric.place(0).group.size();
-  net.alpha_us = (c.costs.alpha_s + hop * static_cast<double>(2 + 2 * levels)) * 1e6;
+  const Fabric::Place& p0 = c.fabric.place(0);
+  double farthest = 2 * c.fabric.link(p0.nic_up).latency_s;
+  for (int up : p0.group_up) farthest += 2 * c.fabric.link(up).latency_s;
+  algo::LinkModel net;
+  net.alpha_us = (c.costs.alpha_s + farthest) * 1e6;
   net.beta_ns_per_byte = 1e9 / c.nic_bytes_per_s;
   net.gamma_ns_per_byte = c.costs.gamma_s_per_byte * 1e9;
   net.chunk_bytes = static_cast<double>(c.chunk_bytes);
   algo::LinkModel gpu = net;
   const double gpu_latency = c.fabric.link(c.fabric.place(0).gpu_up).latency_s;
+  gpu.node_beta_ns_per_byte = c.memory_bytes_per_s > 0 ? 1e9 / c.memory_bytes_per_s : 0;
   gpu.alpha_us = (c.costs.alpha_s + 2 * gpu_latency) * 1e6;
   gpu.beta_ns_per_byte = 1e9 / c.gpu_link_bytes_per_s;
   gpu.one_node = true;
-  m.links["net"] = net;
-  m.links["gpu"] = gpu;
+  m.links[c.network_class] = net;
+  m.links[c.node_class] = gpu;
   return m;
 }
 
@@ -84,8 +87,8 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
   if (nodes.size() > 1)
     for (int r = 0; r < n; ++r) shape.node_of.push_back(f.place(r).node);
   const algo::CostModel model = cost_model_of(cluster);
-  shape.node_link = model.link("gpu");
-  p.link_class = nodes.size() > 1 ? "net" : "gpu";
+  shape.node_link = model.link(cluster.node_class);
+  p.link_class = nodes.size() > 1 ? cluster.network_class : cluster.node_class;
   p.link = model.link(p.link_class);
   algo::Selector selector("", model);
   selector.set_link_class(p.link_class);
@@ -124,8 +127,11 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
   return p;
 }
 
-Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline,
+Prediction predict(const Cluster& whole, const CollectiveRun& run, std::vector<StepTime>* timeline,
                    const Progress* progress) {
+  std::optional<Cluster> sized;
+  if (has_cache(whole)) sized = at_size(whole, static_cast<double>(run.bytes));
+  const Cluster& cluster = sized ? *sized : whole;
   const Plan plan_ = plan(cluster, run);
   Prediction p;
   p.auto_choice = plan_.auto_choice;

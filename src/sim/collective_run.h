@@ -41,8 +41,9 @@ struct Prediction {
   bool same_dependencies = true;  // under a symmetry: SymmetricPlan's
 };
 
-// The cost model the selector prices the cluster with: "net" (a message
-// between nodes: alpha plus the NIC's rate) and "gpu" (inside a node).
+// The cost model the selector prices the cluster with, by the cluster's
+// class names: the network's (a message between nodes: alpha plus the
+// NIC's rate; "net" unless the file names it) and the node's ("gpu").
 algo::CostModel cost_model_of(const Cluster& cluster);
 
 // nccl-tests' bus bandwidth factor of a collective on n ranks.
@@ -54,7 +55,7 @@ struct Plan {
   algo::CollShape shape;  // rank 0's
   const algo::Algorithm* algorithm = nullptr;
   std::string auto_choice;
-  std::string link_class;  // "net" across nodes, "gpu" on one
+  std::string link_class;  // the cluster's network class across nodes, its node class on one
   algo::LinkModel link;
   std::vector<algo::Schedule> schedules;  // every rank's, or the symmetry's representatives'
   std::optional<Symmetry> symmetry;

@@ -19,10 +19,11 @@ namespace {
 using algo::OpKind;
 
 struct Flow {
-  size_t send = 0;  // the send step
+  size_t send = 0;  // the send step, or the local copy or reduction
   const Path* path = nullptr;
   double left = 0;  // bytes
   double rate = 0;
+  bool local = false;  // a copy or reduction through the node's memory
 };
 
 class Run {
@@ -44,14 +45,21 @@ class Run {
   Result go() {
     for (size_t id = 0; id < p_.step.size(); ++id)
       if (p_.waiting[id] == 0) ready(id, 0);
+    if (started_) rerate();
     while (!timers_.empty() || !flows_.empty()) {
       const double next_flow = next_flow_end();
       const double next_timer = timers_.empty() ? kNever : timers_.top().at;
       const double t = std::min(next_flow, next_timer);
-      if (t == kNever)
-        fail(Code::kInvalidArgument, "simulate: a message from rank ", p_.unit_of[flows_.front().send], " to rank ",
-             p_.step[flows_.front().send]->peer, " crosses a link of no capacity (",
-             paths_.hop_name(zero_link(flows_.front())), ": failed?) and never arrives");
+      if (t == kNever) {
+        const Flow& f = flows_.front();
+        if (f.local)
+          fail(Code::kInvalidArgument, "simulate: rank ", p_.unit_of[f.send], "'s step ", p_.step_index(f.send),
+               " (a local copy or reduction) crosses a link of no capacity (", paths_.hop_name(zero_link(f)),
+               ") and never ends");
+        fail(Code::kInvalidArgument, "simulate: a message from rank ", p_.unit_of[f.send], " to rank ",
+             p_.step[f.send]->peer, " crosses a link of no capacity (", paths_.hop_name(zero_link(f)),
+             ": failed?) and never arrives");
+      }
       advance(t);
       bool changed = finish_flows();
       while (!timers_.empty() && timers_.top().at <= now_) {
@@ -59,7 +67,7 @@ class Run {
         timers_.pop();
         changed |= fire(timer);
       }
-      if (changed) rerate();
+      if (changed || started_) rerate();
     }
     for (size_t id = 0; id < p_.step.size(); ++id)
       if (start_[id] < 0 || p_.waiting[id] != 0)
@@ -97,12 +105,20 @@ class Run {
         if (arrived_[id] >= 0) receive(id, std::max(t, arrived_[id]));
         break;
       case OpKind::kCopy:
-        timers_.push({t + bytes * costs_.copy_s_per_byte, What::kDone, id});
-        break;
       case OpKind::kReduce:
-      case OpKind::kDivide:
-        timers_.push({t + bytes * costs_.gamma_s_per_byte, What::kDone, id});
+      case OpKind::kDivide: {
+        // On CPU ranks the bytes pass through the rank's core and its node's memory, shared with its messages.
+        const Path& local = paths_.of(p_.unit_of[id], Paths::kLocal);
+        if (s.bytes > 0 && !local.hops.empty()) {
+          flows_.push_back(Flow{id, &local, bytes, 0, true});
+          for (const Hop& h : local.hops) carried_[static_cast<size_t>(h.link)] += bytes * h.weight;
+          started_ = true;
+          break;
+        }
+        timers_.push({t + bytes * (s.kind == OpKind::kCopy ? costs_.copy_s_per_byte : costs_.gamma_s_per_byte),
+                      What::kDone, id});
         break;
+      }
     }
   }
 
@@ -195,6 +211,7 @@ class Run {
 
   bool finish_flows() {
     std::vector<size_t> finished;
+    bool changed = false;
     for (size_t i = 0; i < flows_.size();) {
       Flow& f = flows_[i];
       // Within a part in a billion of the bytes (or a byte): rounding of the steps in time; or
@@ -203,10 +220,17 @@ class Run {
         ++i;
         continue;
       }
-      timers_.push({now_ + f.path->latency_s, What::kArrive, f.send});
-      finished.push_back(f.send);
+      if (f.local) {
+        const algo::Step& s = *p_.step[f.send];
+        const double gamma = s.kind == OpKind::kCopy ? 0 : costs_.gamma_s_per_byte;
+        timers_.push({now_ + static_cast<double>(s.bytes) * gamma, What::kDone, f.send});
+      } else {
+        timers_.push({now_ + f.path->latency_s, What::kArrive, f.send});
+        finished.push_back(f.send);
+      }
       flows_[i] = std::move(flows_.back());
       flows_.pop_back();
+      changed = true;
     }
     // The next message to the same peer leaves.
     for (size_t send : finished) {
@@ -217,10 +241,11 @@ class Run {
       c.queued.pop_front();
       leave(c, next);
     }
-    return !finished.empty();
+    return changed;
   }
 
   void rerate() {
+    started_ = false;
     hops_.clear();
     for (const Flow& f : flows_) hops_.push_back(&f.path->hops);
     maxmin_.solve(paths_.capacity(), hops_, rates_);
@@ -258,6 +283,7 @@ class Run {
   std::vector<double> rates_;
   std::map<std::pair<int, int>, Channel> channels_;  // by sender and receiver
   double now_ = 0;
+  bool started_ = false;  // a local flow began outside a message's event: rates to share again
   Result result_;
 };
 

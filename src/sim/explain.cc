@@ -1,10 +1,12 @@
 #include "sim/explain.h"
 
 #include "base/error.h"
+#include "sim/tuning.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <tuple>
 
 namespace coll::sim {
@@ -51,7 +53,11 @@ Cluster teaching_cluster(int ranks, int per_node) {
   return parse_cluster(json, "teaching cluster");
 }
 
-Explanation explain(const Cluster& cluster, const CollectiveRun& run) {
+Explanation explain(const Cluster& whole, const CollectiveRun& run) {
+  // As predict does: a CPU cluster's links at this size's share of the cache.
+  std::optional<Cluster> sized;
+  if (has_cache(whole)) sized = at_size(whole, static_cast<double>(run.bytes));
+  const Cluster& cluster = sized ? *sized : whole;
   Explanation e;
   CollectiveRun every_rank = run;  // each rank's steps are what it shows
   every_rank.symmetry = CollectiveRun::Symmetry::kNever;

@@ -24,7 +24,10 @@ int Fabric::find(const std::string& name) const {
 std::vector<int> Fabric::route(int a, int b) const {
   const Place& from = place(a);
   const Place& to = place(b);
-  if (from.node == to.node) return {from.gpu_up, to.gpu_down};
+  if (from.node == to.node) {
+    if (from.memory >= 0) return {from.gpu_up, from.memory, to.gpu_down};
+    return {from.gpu_up, to.gpu_down};
+  }
   std::vector<int> path{from.nic_up};
   // Climb until one group holds both ends (the top level holds everyone).
   size_t level = 0;
@@ -33,6 +36,12 @@ std::vector<int> Fabric::route(int a, int b) const {
   for (size_t l = level; l-- > 0;) path.push_back(to.group_down[l]);
   path.push_back(to.nic_down);
   return path;
+}
+
+std::vector<int> Fabric::local_route(int a) const {
+  const Place& p = place(a);
+  if (p.memory < 0) return {};
+  return {p.gpu_up, p.memory};
 }
 
 double Fabric::latency(const std::vector<int>& route) const {

@@ -48,7 +48,12 @@ class Fabric {
   // both ends, and down again.
   struct Place {
     int node = 0;
+    // A CPU rank (its node has a memory) has one link for both: its core.
     int gpu_up = -1, gpu_down = -1;
+    // What every message between two ranks of the node also crosses, when
+    // the node has one: the memory that CPU ranks' shared-memory copies
+    // all go through (-1: none, as GPUs on NVLink switches).
+    int memory = -1;
     int nic_up = -1, nic_down = -1;
     // The switch group holding this rank's NIC at each level (leaf, pod,
     // ...), and that group's links towards the level above.
@@ -59,8 +64,13 @@ class Fabric {
   int nranks() const { return static_cast<int>(places_.size()); }
   const Place& place(int rank) const { return places_[static_cast<size_t>(rank)]; }
 
-  // The links from rank a to rank b, in order.
+  // The links from rank a to rank b, in order: inside a node the sender's
+  // GPU link up, the node's memory where it has one, the receiver's down.
   std::vector<int> route(int a, int b) const;
+  // What a rank's local copy or reduction crosses: its own link up and its
+  // node's memory, where the node has one (CPU ranks); otherwise none, and
+  // it costs the Costs' rate per byte alone.
+  std::vector<int> local_route(int a) const;
   double latency(const std::vector<int>& route) const;
 
  private:

@@ -13,7 +13,7 @@ Paths::Paths(const Fabric& fabric, const Symmetry& sym) : fabric_(fabric), sym_(
   std::map<std::pair<int, double>, int> groups;
   for (int r = 0; r < fabric.nranks(); ++r) {
     const Fabric::Place& p = fabric.place(r);
-    std::vector<int> links{p.gpu_up, p.gpu_down, p.nic_up, p.nic_down};
+    std::vector<int> links{p.gpu_up, p.gpu_down, p.memory, p.nic_up, p.nic_down};
     links.insert(links.end(), p.group_up.begin(), p.group_up.end());
     links.insert(links.end(), p.group_down.begin(), p.group_down.end());
     for (int l : links) {
@@ -34,7 +34,7 @@ Paths::Paths(const Fabric& fabric, const Symmetry& sym) : fabric_(fabric), sym_(
 
 Path Paths::one(int from, int to) const {
   Path p;
-  const std::vector<int> route = fabric_.route(from, to);
+  const std::vector<int> route = to == kLocal ? fabric_.local_route(from) : fabric_.route(from, to);
   for (int l : route) p.hops.push_back(Hop{l, 1});
   p.latency_s = fabric_.latency(route);
   return p;
@@ -45,7 +45,7 @@ Path Paths::spread(int rep, int peer) const {
   Path p;
   for (int k = 0; k < sym_.members(); ++k) {
     const int m = sym_.member(sym_.class_of(rep), k);
-    const std::vector<int> route = fabric_.route(m, sym_.image(m, peer));
+    const std::vector<int> route = peer == kLocal ? fabric_.local_route(m) : fabric_.route(m, sym_.image(m, peer));
     for (int l : route) crossings[group_of_link_[static_cast<size_t>(l)]] += 1;
     p.latency_s += fabric_.latency(route);
   }

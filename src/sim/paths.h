@@ -35,6 +35,8 @@ class Paths {
   int kind(int hop) const { return fabric_.link(example(hop)).kind; }
   std::string hop_name(int hop) const { return symmetric() ? fabric_.kind_name(kind(hop)) : fabric_.link(hop).name; }
 
+  // peer kLocal: the unit's local copies and reductions (Fabric::local_route).
+  static constexpr int kLocal = -1;
   const Path& of(int unit, int peer) {
     auto [it, added] = cache_.try_emplace({unit, peer});
     if (added) it->second = symmetric() ? spread(unit, peer) : one(unit, peer);

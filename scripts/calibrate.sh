@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Fits the alpha-beta-gamma link parameters of this machine's transports
+# from coll_perf runs, and writes them as a tuning file: the format
+# COLL_TUNING_FILE gives the selector and collsim --tuning reads
+# (docs/ALGORITHMS.md, "Selection"; docs/SIMULATION.md, "Calibration").
+#
+#   scripts/calibrate.sh [-o FILE] [-n RANKS] [-e RATE]
+#     -o FILE   the tuning file (default tuning.txt); FILE.runs: the shm runs
+#               measured, for collsim --fit again
+#     -n RANKS  ranks of the node-wide fit (default 8)
+#     -e RATE   tcp measured between two emulated nodes with links of RATE
+#               (scripts/emulate-cluster.sh, root), not over loopback
+#
+# Sizes S of 64 KiB to 64 MiB, ring algorithms:
+#   shm   2-rank allgather and allreduce and RANKS-rank allgather, given to
+#         collsim --fit: the parameters with which the simulator reproduces
+#         them best (alpha, beta, the cache's bytes and beta, the node's
+#         memory, gamma; docs/SIMULATION.md, "Calibration")
+#   tcp   2-rank allgather from 1 MiB, t = alpha + (S/2) beta by least
+#         squares on the relative error (alpha at least shm's); gamma from
+#         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma
+# chunk_bytes is the transport's own (128 KiB shm, 512 KiB tcp).
+set -euo pipefail
+here=$PWD
+cd "$(dirname "$0")/.."
+
+out=tuning.txt ranks=8 emulated=""
+while getopts "o:n:e:h" opt; do
+  case $opt in
+    o) out=$OPTARG ;; n) ranks=$OPTARG ;; e) emulated=$OPTARG ;;
+    h) sed -n "2,22p" "$0"; exit 0 ;; *) exit 2 ;;
+  esac
+done
+# Paths as the caller gave them, from where it called.
+[ -n "$out" ] && [ "${out#/}" = "$out" ] && out=$here/$out
+# examples/clusters/cpu_node.json, which the fit simulates, holds 8.
+if ! [[ $ranks =~ ^[0-9]+$ ]] || [ "$ranks" -lt 3 ] || [ "$ranks" -gt 8 ]; then
+  echo "calibrate: -n $ranks: between 3 and 8 ranks" >&2
+  exit 2
+fi
+
+build=${CALIBRATE_BUILD_DIR:-build}
+if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
+  scripts/install-deps.sh >&2
+  cmake --preset release > /dev/null
+  cmake --build "$build" -j "$(nproc)" --target coll_perf collrun collsim > /dev/null
+fi
+iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
+
+# measure TRANSPORT RANKS COLLECTIVE: "bytes time_us" lines, each size's
+# fastest over $rounds runs (scripts/perf-best.sh), results unchecked (the
+# tests check them).
+measure() {
+  local transport=$1 n=$2 collective=$3
+  local -a launch=("$build/tools/collrun" -n "$n")
+  if [ "$transport" = tcp-emulated ]; then
+    launch=(scripts/emulate-cluster.sh -k 2 -r "$emulated" -- "$build/tools/collrun" --nodes 2 -n "$n")
+    transport=tcp
+  fi
+  local -a sweep=(-f 2 -n "$iters" -w 5) times=$rounds
+  # Through the emulated links a size takes up to half a second and varies little: fewer, once.
+  [ "${launch[0]}" = scripts/emulate-cluster.sh ] && sweep=(-f 4 -n 5 -w 1) times=1
+  COLL_TRANSPORTS=$transport scripts/perf-best.sh "$times" "${launch[@]}" "$build/bench/coll_perf" \
+    -C "$collective" -a ring -b 64K -e 64M "${sweep[@]}" -c 0
+}
+
+# line FILE MIN: weighted least squares (weight 1/t^2, so that each point's
+# relative error counts) of t = a + (S/2) b over the file's "S t" lines from
+# S = MIN.
+line() {
+  awk -v min="$2" '$1 >= min {x = $1 / 2; t = $2; w = 1 / (t * t);
+      sw += w; sx += w * x; sxx += w * x * x; st += w * t; sxt += w * x * t}
+    END {d = sw * sxx - sx * sx; b = (sw * sxt - sx * st) / d; a = (st - b * sx) / sw;
+      if (a < 0) { a = 0; b = sxt / sxx }  # no negative latency: the line through 0
+      printf "%.6g %.6g\n", a, b * 1000}' "$1"
+}
+
+tmp=$(mktemp -d)
+trap '[ -n "${CALIBRATE_KEEP:-}" ] && cp -r "$tmp" "$CALIBRATE_KEEP"; rm -rf "$tmp"' EXIT
+{
+  echo "# coll link parameters, fitted by scripts/calibrate.sh on $(hostname) ($(nproc) cores), $(date -u +%F)"
+  echo "# from coll_perf, ring, float32 sum, 64 KiB .. 64 MiB, $iters iterations a size, the fastest of $rounds runs"
+  if [ -n "$emulated" ]; then where="between 2 emulated nodes at $emulated"; else where="over loopback"; fi
+  echo "# transports: shm over this node; tcp $where"
+} > "$tmp/out"
+# shm: the simulator fits its node class to runs on this node (collsim --fit).
+echo "calibrate: shm: 2-rank allgather and allreduce, $ranks-rank allgather" >&2
+{
+  measure shm 2 allgather | sed 's/^/allgather ring 2 /'
+  measure shm 2 allreduce | sed 's/^/allreduce ring 2 /'
+  measure shm "$ranks" allgather | sed "s/^/allgather ring $ranks /"
+} > "$out.runs"
+"$build/tools/collsim" --cluster examples/clusters/cpu_node.json --fit "$out.runs" >> "$tmp/out"
+echo "shm.chunk_bytes = 131072" >> "$tmp/out"
+# tcp: between two ranks (over loopback, or between emulated nodes).
+transport=tcp
+[ -n "$emulated" ] && transport=tcp-emulated
+echo "calibrate: tcp: 2-rank allgather and allreduce${emulated:+ between emulated nodes}" >&2
+measure "$transport" 2 allgather > "$tmp/tcp.ag2"
+measure "$transport" 2 allreduce > "$tmp/tcp.ar2"
+# From 1 MiB: the emulated links' token bucket lets 256 KiB through at once,
+# faster than the link; the steady rate is the link's. Alpha is at least
+# shm's: a message to another node costs its sender what one inside does.
+read -r alpha beta < <(line "$tmp/tcp.ag2" 1048576)
+shm_alpha=$(sed -n 's/^shm.alpha_us = //p' "$tmp/out")
+alpha=$(awk -v a="$alpha" -v s="$shm_alpha" 'BEGIN {printf "%.6g\n", (a > s ? a : s)}')
+# gamma: t - 2 alpha - S beta = (S/2) g, weighted least squares of g.
+gamma=$(awk -v a="$alpha" -v b="$beta" '$1 >= 1048576 {x = $1 / 2; r = $2 - 2 * a - $1 * b / 1000; w = 1 / ($2 * $2);
+    sxr += w * x * r; sxx += w * x * x}
+  END {g = sxr / sxx * 1000; printf "%.6g\n", (g < 0 ? 0 : g)}' "$tmp/tcp.ar2")
+{
+  echo "# tcp: alpha and beta from the 2-rank allgather from 1 MiB, t = alpha + (S/2) beta (alpha at least shm's);"
+  echo "# gamma from the allreduce"
+  echo "tcp.alpha_us = $alpha"
+  echo "tcp.beta_ns_per_byte = $beta"
+  echo "tcp.gamma_ns_per_byte = $gamma"
+  echo "tcp.chunk_bytes = 524288"
+} >> "$tmp/out"
+cp "$tmp/out" "$out"
+cat "$out"
+echo "calibrate: wrote $out (COLL_TUNING_FILE=$out for the selector; collsim --tuning $out)" >&2

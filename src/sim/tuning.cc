@@ -1,0 +1,78 @@
+#include "sim/tuning.h"
+
+#include "algorithms/cost_model.h"
+#include "base/error.h"
+
+#include <algorithm>
+
+namespace coll::sim {
+
+void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double& hop_latency, bool one_node) {
+  algo::CostModel m;
+  algo::LinkModel& in = m.links[c.node_class];
+  in.alpha_us = (c.costs.alpha_s + 2 * gpu_latency) * 1e6;
+  in.beta_ns_per_byte = 1e9 / c.gpu_link_bytes_per_s;
+  in.node_beta_ns_per_byte = c.memory_bytes_per_s > 0 ? 1e9 / c.memory_bytes_per_s : 0;
+  in.gamma_ns_per_byte = c.costs.gamma_s_per_byte * 1e9;
+  in.cache_bytes = c.cache_bytes;
+  in.cache_beta_ns_per_byte = c.cache_bytes_per_s > 0 ? 1e9 / c.cache_bytes_per_s : 0;
+  in.chunk_bytes = static_cast<double>(c.chunk_bytes);
+  algo::LinkModel& net = m.links[c.network_class];
+  net = in;
+  net.alpha_us = (c.costs.alpha_s + 2 * hop_latency) * 1e6;
+  net.beta_ns_per_byte = 1e9 / c.nic_bytes_per_s;
+  net.node_beta_ns_per_byte = 0;
+  const algo::LinkModel in0 = in, net0 = net;
+  m.apply(tuning.text, tuning.origin);
+  const algo::LinkModel &tin = m.links[c.node_class], &tnet = m.links[c.network_class];
+  if (tin.beta_ns_per_byte <= 0 || tnet.beta_ns_per_byte <= 0)
+    fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".beta_ns_per_byte and ", c.network_class,
+         ".beta_ns_per_byte must be above 0 for a simulation");
+  if (tin.node_beta_ns_per_byte > 0 && c.memory_bytes_per_s <= 0)
+    fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class,
+         ".node_beta_ns_per_byte is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
+  if (tin.alpha_us != in0.alpha_us) {
+    c.costs.alpha_s = tin.alpha_us * 1e-6;
+    gpu_latency = 0;
+  }
+  if (tnet.alpha_us != net0.alpha_us) {
+    if (tnet.alpha_us < tin.alpha_us)
+      fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".alpha_us (", tnet.alpha_us, ") is below ",
+           c.node_class, ".alpha_us (", tin.alpha_us, "): a message between nodes costs its",
+           " sender's alpha and more");
+    hop_latency = (tnet.alpha_us - tin.alpha_us) * 1e-6 / 2;
+  }
+  c.gpu_link_bytes_per_s = 1e9 / tin.beta_ns_per_byte;
+  c.memory_bytes_per_s = tin.node_beta_ns_per_byte > 0 ? 1e9 / tin.node_beta_ns_per_byte : 0;
+  c.nic_bytes_per_s = 1e9 / tnet.beta_ns_per_byte;
+  c.costs.gamma_s_per_byte = tin.gamma_ns_per_byte * 1e-9;
+  c.cache_bytes = tin.cache_bytes;
+  c.cache_bytes_per_s = tin.cache_beta_ns_per_byte > 0 ? 1e9 / tin.cache_beta_ns_per_byte : 0;
+  c.chunk_bytes = static_cast<size_t>((one_node ? tin : tnet).chunk_bytes);
+}
+
+Cluster at_size(const Cluster& c, double bytes) {
+  algo::LinkModel m;
+  m.beta_ns_per_byte = 1e9 / c.gpu_link_bytes_per_s;
+  m.cache_bytes = c.cache_bytes;
+  m.cache_beta_ns_per_byte = 1e9 / c.cache_bytes_per_s;
+  const int per_node = std::min(c.gpus_per_node, c.fabric.nranks());
+  const double faster = m.beta_ns_per_byte / m.at_size(bytes, per_node).beta_ns_per_byte;
+  Cluster out = c;
+  set_node_rates(out, c.gpu_link_bytes_per_s * faster, c.memory_bytes_per_s * faster);
+  return out;
+}
+
+void set_node_rates(Cluster& c, double gpu_link_bytes_per_s, double memory_bytes_per_s) {
+  if (gpu_link_bytes_per_s <= 0 || (memory_bytes_per_s <= 0 && c.fabric.nranks() > 0 && c.fabric.place(0).memory >= 0))
+    fail(Code::kInvalidArgument, c.name, ": a rank's link and its node's memory need a rate above 0");
+  c.gpu_link_bytes_per_s = gpu_link_bytes_per_s;
+  c.memory_bytes_per_s = memory_bytes_per_s;
+  for (int r = 0; r < c.fabric.nranks(); ++r) {
+    const Fabric::Place& p = c.fabric.place(r);
+    for (int l : {p.gpu_up, p.gpu_down}) c.fabric.link(l).bytes_per_s = gpu_link_bytes_per_s;
+    if (p.memory >= 0) c.fabric.link(p.memory).bytes_per_s = memory_bytes_per_s;
+  }
+}
+
+}  // namespace coll::sim

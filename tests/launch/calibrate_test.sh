@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# scripts/calibrate.sh end to end, briefly (3 iterations, 1 round, 4 ranks):
+# a tuning file of both classes that collsim and the selector both read, and
+# collsim --fit's refusals. What the fit is worth is docs/SIMULATION.md's
+# (scripts/sim-check.sh); here only that each part does its job.
+set -euo pipefail
+build=$1
+source_dir=$2
+fail() { echo "calibrate_test: FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$source_dir"
+
+echo "== calibrate: shm fitted by the simulator, tcp by a line"
+CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build CALIBRATE_ITERS=3 CALIBRATE_ROUNDS=1 \
+  scripts/calibrate.sh -n 4 -o "$tmp/tuning.txt" > "$tmp/out" 2> "$tmp/err" || fail "calibrate: $(cat "$tmp/err")"
+for key in shm.alpha_us shm.beta_ns_per_byte shm.cache_bytes shm.cache_beta_ns_per_byte shm.node_beta_ns_per_byte \
+  shm.gamma_ns_per_byte shm.chunk_bytes tcp.alpha_us tcp.beta_ns_per_byte tcp.gamma_ns_per_byte tcp.chunk_bytes; do
+  grep -Eq "^$key = [0-9.e+-]+$" "$tmp/tuning.txt" || fail "no $key line in: $(cat "$tmp/tuning.txt")"
+done
+# The fit's table: 11 sizes of three runs, each predicted beside its measurement.
+[ "$(grep -c '^#   .* predicted .* measured ' "$tmp/tuning.txt")" -eq 33 ] || fail "the fit's table: $(cat "$tmp/tuning.txt")"
+grep -q "^# root mean square of log(predicted / measured) [0-9.]*$" "$tmp/tuning.txt" || fail "no fit error line"
+
+echo "== collsim reads it: the cluster's links are the file's"
+out=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning "$tmp/tuning.txt" --ranks 4 \
+  --algo ring --size 16M)
+grep -q "^  time " <<<"$out" || fail "collsim with the tuning file: $out"
+alpha=$(sed -n 's/^shm.alpha_us = //p' "$tmp/tuning.txt")
+# A 4-byte broadcast on 2 ranks is one message: alpha and 4 bytes' worth of time.
+one=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning "$tmp/tuning.txt" --ranks 2 \
+  --collective broadcast --size 4 | sed -n 's/^  time *\([0-9.]*\) us$/\1/p')
+# (The time is printed to 3 decimals, alpha to 6 digits.)
+awk -v t="$one" -v a="$alpha" 'BEGIN { exit !(t >= a - 0.0005 && t < a + 0.01) }' ||
+  fail "a 4-byte message took $one us, alpha $alpha"
+untuned=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --ranks 2 --collective broadcast --size 4 |
+  sed -n 's/^  time *\([0-9.]*\) us$/\1/p')
+awk -v t="$untuned" -v a="$alpha" 'BEGIN { exit !(t < a - 0.0005 || t >= a + 0.01) }' &&
+  [ "$untuned" != "$one" ] || fail "the same time ($one us) without the tuning file: it changed nothing"
+
+echo "== the selector reads it: a real run with COLL_TUNING_FILE"
+COLL_TUNING_FILE=$tmp/tuning.txt COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=COLL "$build/tools/collrun" -n 2 \
+  "$build/bench/coll_perf" -b 1M -e 1M -n 2 -w 1 > "$tmp/perf" 2>&1 || fail "coll_perf with the tuning file: $(cat "$tmp/perf")"
+grep -q "allreduce of ~1048576 bytes on 2 ranks (shm): .* (cost model)" "$tmp/perf" || fail "no choice logged: $(cat "$tmp/perf")"
+
+echo "== errors name the file and line"
+printf 'allgather ring 2 65536\n' > "$tmp/bad.runs"
+if err=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --fit "$tmp/bad.runs" 2>&1); then
+  fail "a bad runs file was accepted"
+fi
+grep -q "bad.runs:1: expected 'collective algorithm ranks bytes microseconds'" <<<"$err" || fail "$err"
+printf 'shm.alpha = 3\n' > "$tmp/bad.txt"
+if err=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning "$tmp/bad.txt" 2>&1); then
+  fail "a bad tuning file was accepted"
+fi
+grep -q "bad.txt:1: unknown parameter 'shm.alpha'" <<<"$err" || fail "$err"
+echo "calibrate_test: ok"

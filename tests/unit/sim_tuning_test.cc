@@ -1,0 +1,252 @@
+// The simulator with measured link parameters: a node's memory shared by
+// its ranks' messages, a tuning file's classes mapped onto the cluster's
+// links, and the errors of a bad file. Closed forms computed by hand.
+#include "algorithms/cost_model.h"
+#include "base/error.h"
+#include "sim/cluster.h"
+#include "sim/collective_run.h"
+#include "sim/engine.h"
+#include "sim/fit.h"
+#include "sim/tuning.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace coll::sim {
+namespace {
+
+// One node of 4 CPU ranks, each core 8 GB/s, their memory 12 GB/s in all; more nodes or ranks when asked.
+std::string cpu_node(int nodes = 1, int ranks = 4) {
+  return R"({"nodes": )" + std::to_string(nodes) + R"(, "node": {"gpus": )" + std::to_string(ranks) +
+         R"(, "nics": 1, "gpu_link_gbps": 64,
+             "memory_gbps": 96}, "nic_gbps": 8, "latency_us": {"gpu_link": 0, "hop": 0},
+             "costs": {"alpha_us": 0, "gamma_ns_per_byte": 0}, "classes": {"node": "shm", "network": "tcp"},
+             "network": {"levels": [{"ports": 32}]}})";
+}
+
+algo::Schedule one_step(algo::OpKind kind, int peer, size_t bytes) {
+  algo::Schedule s;
+  algo::Step step;
+  step.kind = kind;
+  step.peer = peer;
+  step.bytes = bytes;
+  s.steps.push_back(step);
+  return s;
+}
+
+TEST(Memory, ACpuRanksCoreAndItsNodesMemoryAreShared) {
+  const Cluster c = parse_cluster(cpu_node(), "t");
+  const std::vector<int> route = c.fabric.route(0, 1);
+  ASSERT_EQ(route.size(), 3u);  // the sender's core, the node's memory, the receiver's core
+  EXPECT_EQ(c.fabric.link(route[0]).name, "node0.gpu0.core");
+  EXPECT_EQ(c.fabric.link(route[1]).name, "node0.memory");
+  EXPECT_EQ(c.fabric.route(1, 0)[2], route[0]);  // one core copies both ways
+  const auto pairs = [](std::vector<std::pair<int, int>> messages) {
+    std::vector<algo::Schedule> s(4);
+    for (auto [from, to] : messages) {
+      s[static_cast<size_t>(from)].steps.push_back(one_step(algo::OpKind::kSend, to, 1 << 20).steps[0]);
+      s[static_cast<size_t>(to)].steps.push_back(one_step(algo::OpKind::kRecv, from, 1 << 20).steps[0]);
+    }
+    return s;
+  };
+  // Alone, a message goes at its ranks' 8 GB/s: the memory's 12 do not bind.
+  EXPECT_NEAR(simulate(pairs({{0, 1}}), c.fabric, c.costs).seconds, (1 << 20) / 8e9, 1e-12);
+  // Two pairs apart: 12 GB/s of memory between them, 6 each.
+  const Result apart = simulate(pairs({{0, 1}, {2, 3}}), c.fabric, c.costs);
+  EXPECT_NEAR(apart.seconds, (1 << 20) / 6e9, 1e-12);
+  EXPECT_EQ(c.fabric.link(apart.bottleneck).name, "node0.memory");
+  // A ring of three: each core copies one message out and one in, 4 GB/s each.
+  const Result ring = simulate(pairs({{0, 1}, {1, 2}, {2, 0}}), c.fabric, c.costs);
+  EXPECT_NEAR(ring.seconds, (1 << 20) / 4e9, 1e-12);
+  // A local copy takes the same core and memory: alone, 8 GB/s; beside a message, 4.
+  std::vector<algo::Schedule> copy = pairs({{0, 1}});
+  algo::Step local = one_step(algo::OpKind::kCopy, -1, 1 << 20).steps[0];
+  copy[0].steps.push_back(local);
+  EXPECT_NEAR(simulate(copy, c.fabric, c.costs).seconds, (2 << 20) / 8e9, 1e-12);
+  // Without memory_gbps a node has none, and GPUs their two links.
+  std::string gpus = cpu_node();
+  gpus.replace(gpus.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
+  const Cluster g = parse_cluster(gpus, "t");
+  EXPECT_EQ(g.fabric.route(0, 1).size(), 2u);
+  EXPECT_TRUE(g.fabric.local_route(0).empty());
+}
+
+TEST(Memory, TheSymmetricRunPoolsTheMemoryOfEveryNode) {
+  // 8 nodes of 4: the ring inside every node passes its memory; both runs see the same load. The
+  // allgather's own block is a local copy through the core and the memory too.
+  const Cluster c = parse_cluster(cpu_node(8), "t");
+  for (algo::Collective collective : {algo::Collective::kAllreduce, algo::Collective::kAllgather}) {
+    CollectiveRun run{collective, 16 << 20, 4, "ring"};
+    run.symmetry = CollectiveRun::Symmetry::kNever;
+    const double every = predict(c, run).result.seconds;
+    run.symmetry = CollectiveRun::Symmetry::kUse;
+    const Prediction sym = predict(c, run);
+    ASSERT_GT(sym.symmetric_classes, 0);
+    EXPECT_NEAR(sym.result.seconds, every, every * 1e-6) << algo::collective_name(collective);
+  }
+}
+
+TEST(Tuning, TheCacheSpeedsTheShareOfTheVectorsItHolds) {
+  algo::LinkModel m;
+  m.beta_ns_per_byte = 0.2;
+  m.node_beta_ns_per_byte = 0.1;
+  EXPECT_EQ(m.at_size(1 << 20, 2).beta_ns_per_byte, 0.2);  // no cache: itself
+  m.cache_bytes = 4 << 20;
+  m.cache_beta_ns_per_byte = 0.05;
+  EXPECT_DOUBLE_EQ(m.at_size(2 << 20, 2).beta_ns_per_byte, 0.05);  // 2 ranks of 2 MiB: all held
+  const algo::LinkModel quarter = m.at_size(8 << 20, 2);           // 16 MiB on the node: a quarter held
+  EXPECT_DOUBLE_EQ(quarter.beta_ns_per_byte, 0.2 - 0.15 / 4);
+  EXPECT_DOUBLE_EQ(quarter.node_beta_ns_per_byte, 0.1 * quarter.beta_ns_per_byte / 0.2);
+  EXPECT_DOUBLE_EQ(m.at_size(8 << 20, 1).beta_ns_per_byte, 0.2 - 0.15 / 2);  // alone: half held
+  // The simulator's cluster at a size is the same arithmetic on its links.
+  const Tuning t{"shm.beta_ns_per_byte = 0.2\nshm.cache_bytes = 4194304\nshm.cache_beta_ns_per_byte = 0.05\n", "t"};
+  const Cluster c = parse_cluster(cpu_node(), "t", 2, &t);
+  const Cluster sized = at_size(c, 8 << 20);
+  EXPECT_NEAR(sized.gpu_link_bytes_per_s, 1e9 / (0.2 - 0.15 / 4), 1e-3);
+  EXPECT_NEAR(sized.fabric.link(sized.fabric.place(1).gpu_up).bytes_per_s, 1e9 / (0.2 - 0.15 / 4), 1e-3);
+}
+
+TEST(Tuning, ItsClassesSetTheClustersLinks) {
+  const Tuning t{R"(# as scripts/calibrate.sh writes it
+shm.alpha_us = 3
+shm.beta_ns_per_byte = 0.25        # 4 GB/s a rank
+shm.node_beta_ns_per_byte = 0.1    # 10 GB/s the node
+shm.gamma_ns_per_byte = 0.05
+shm.chunk_bytes = 131072
+tcp.alpha_us = 13                  # 10 us beyond shm's, over 2 hops
+tcp.beta_ns_per_byte = 8           # 1 Gbit/s
+tcp.chunk_bytes = 524288
+)",
+                 "tuning.txt"};
+  const Cluster one = parse_cluster(cpu_node(2), "t", 4, &t);
+  EXPECT_DOUBLE_EQ(one.gpu_link_bytes_per_s, 4e9);
+  EXPECT_DOUBLE_EQ(one.memory_bytes_per_s, 1e10);
+  EXPECT_DOUBLE_EQ(one.nic_bytes_per_s, 1.25e8);
+  EXPECT_DOUBLE_EQ(one.costs.alpha_s, 3e-6);
+  EXPECT_DOUBLE_EQ(one.costs.gamma_s_per_byte, 0.05e-9);
+  EXPECT_EQ(one.chunk_bytes, 131072u);  // one node: shm's chunk
+  const Cluster both = parse_cluster(cpu_node(2), "t", 8, &t);
+  EXPECT_EQ(both.chunk_bytes, 524288u);  // across nodes: tcp's
+  // A message between nodes: alpha at the sender, tcp's latency beyond it on the way, 1 MiB at 1 Gbit/s.
+  std::vector<algo::Schedule> s(8);
+  s[0] = one_step(algo::OpKind::kSend, 4, 1 << 20);
+  s[4] = one_step(algo::OpKind::kRecv, 0, 1 << 20);
+  EXPECT_NEAR(simulate(s, both.fabric, both.costs).seconds, 13e-6 + (1 << 20) / 1.25e8, 1e-12);
+  // The selector's model inside collsim carries the same numbers, by the same names.
+  const algo::CostModel m = cost_model_of(both);
+  EXPECT_NEAR(m.link("tcp").alpha_us, 13, 1e-9);
+  EXPECT_NEAR(m.link("shm").beta_ns_per_byte, 0.25, 1e-12);
+  EXPECT_NEAR(m.link("shm").node_beta_ns_per_byte, 0.1, 1e-12);
+}
+
+TEST(Tuning, WhatItDoesNotSetStaysTheClusterFiles) {
+  // Leaves of one port under a spine: a message from node 0 to node 1 crosses 2 NICs and 2 leaf links, 2 us each.
+  const std::string wide = R"({"nodes": 2, "node": {"gpus": 1, "nics": 1, "gpu_link_gbps": 64, "memory_gbps": 96},
+      "nic_gbps": 8, "latency_us": {"gpu_link": 0, "hop": 2}, "costs": {"alpha_us": 1, "gamma_ns_per_byte": 0},
+      "classes": {"node": "shm", "network": "tcp"}, "network": {"levels": [{"ports": 1}, {"groups": 2}]}})";
+  std::vector<algo::Schedule> s(2);
+  s[0] = one_step(algo::OpKind::kSend, 1, 8);
+  s[1] = one_step(algo::OpKind::kRecv, 0, 8);
+  const auto time_with = [&](const std::string& text) {
+    const Tuning t{text, "tuning.txt"};
+    const Cluster c = parse_cluster(wide, "t", 0, &t);
+    return simulate(s, c.fabric, c.costs).seconds - 8 / 1e9;  // less the 8 bytes at 1 GB/s
+  };
+  EXPECT_NEAR(time_with(""), 1e-6 + 8e-6, 1e-12);
+  EXPECT_NEAR(time_with("shm.gamma_ns_per_byte = 0.01\n"), 1e-6 + 8e-6, 1e-12);
+  // The network's alpha is a message's between nodes under one leaf: its NICs' 5 us each; the leaves keep 2.
+  EXPECT_NEAR(time_with("tcp.alpha_us = 11\n"), 1e-6 + 10e-6 + 4e-6, 1e-12);
+  // The node's alpha alone: the NICs keep theirs.
+  EXPECT_NEAR(time_with("shm.alpha_us = 3\n"), 3e-6 + 8e-6, 1e-12);
+}
+
+TEST(Tuning, ABadFileOrClassIsNamed) {
+  const auto error_of = [](const std::string& cluster, const std::string& text) -> std::string {
+    const Tuning t{text, "tuning.txt"};
+    try {
+      parse_cluster(cluster, "c.json", 0, &t);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(error_of(cpu_node(), "shm.alpha_us 3\n").find("tuning.txt:1: expected 'class.parameter = number'"),
+            std::string::npos);
+  // The cluster's classes are shm and tcp: an ib line does not apply to it.
+  EXPECT_NE(error_of(cpu_node(), "\nib.alpha_us = 3\n").find("tuning.txt:2: unknown parameter 'ib.alpha_us'"),
+            std::string::npos);
+  EXPECT_NE(error_of(cpu_node(), "tcp.beta_ns_per_byte = 0\n").find("must be above 0"), std::string::npos);
+  std::string same = cpu_node();
+  same.replace(same.find(R"("network": "tcp")"), 16, R"("network": "shm")");
+  EXPECT_NE(error_of(same, "").find("classes.node and classes.network are both 'shm'"), std::string::npos);
+  EXPECT_NE(error_of(cpu_node(), "tcp.alpha_us = 0.5\nshm.alpha_us = 3\n").find("tcp.alpha_us (0.5) is below"),
+            std::string::npos);
+  std::string classes = cpu_node();
+  classes.replace(classes.find(R"("node": "shm")"), 13, R"("nodes": "shm")");
+  EXPECT_NE(error_of(classes, "").find("classes.nodes is not a class of the cluster"), std::string::npos);
+  // A GPU cluster's nodes have no memory to set.
+  std::string gpus = cpu_node();
+  gpus.replace(gpus.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
+  EXPECT_NE(error_of(gpus, "shm.node_beta_ns_per_byte = 0.1\n").find("is for nodes of CPU ranks"), std::string::npos);
+  EXPECT_EQ(error_of(cpu_node(), "shm.alpha_us = 3\n"), "accepted");
+  EXPECT_THROW(load_cluster("no-such-cluster.json"), Error);
+}
+
+TEST(Fit, FindsTheParametersThatMadeTheRuns) {
+  // Runs "measured" by the simulator itself with known parameters: the fit must reproduce them.
+  algo::LinkModel truth;
+  truth.alpha_us = 3;
+  truth.beta_ns_per_byte = 0.2;
+  truth.cache_bytes = 1 << 20;
+  truth.cache_beta_ns_per_byte = 0.08;
+  // A ring's core carries 2 flows, the memory n: it binds from 5 ranks (n 0.09 > 2 0.2), as at 8.
+  truth.node_beta_ns_per_byte = 0.09;
+  truth.gamma_ns_per_byte = 0.05;
+  const auto cluster_of = [](int ranks) { return parse_cluster(cpu_node(1, 8), "t", ranks); };
+  std::vector<Measured> runs;
+  for (auto [collective, ranks] :
+       {std::pair{algo::Collective::kAllgather, 2}, std::pair{algo::Collective::kAllreduce, 2},
+        std::pair{algo::Collective::kAllgather, 8}})
+    for (size_t bytes = 64 << 10; bytes <= (8u << 20); bytes *= 2) {
+      Cluster c = cluster_of(ranks);
+      set_node_class(c, truth);
+      const double s = predict(c, CollectiveRun{collective, bytes, 4, "ring"}).result.seconds;
+      runs.push_back(Measured{collective, "ring", ranks, bytes, s});
+    }
+  const FitResult fit = fit_node_class(cluster_of, runs);
+  EXPECT_LT(fit.rms_log_error, 0.01);
+  EXPECT_NEAR(fit.link.beta_ns_per_byte, truth.beta_ns_per_byte, 0.02);
+  EXPECT_NEAR(fit.link.node_beta_ns_per_byte, truth.node_beta_ns_per_byte, 0.009);
+  ASSERT_EQ(fit.predicted_s.size(), runs.size());
+  // Its lines are a tuning file that gives the cluster those parameters again.
+  const Tuning t{tuning_lines("shm", fit.link), "fitted"};
+  const Cluster back = parse_cluster(cpu_node(), "t", 2, &t);
+  EXPECT_NEAR(back.gpu_link_bytes_per_s, 1e9 / fit.link.beta_ns_per_byte, 1e9 / fit.link.beta_ns_per_byte * 1e-5);
+  EXPECT_NEAR(back.cache_bytes, fit.link.cache_bytes, 1);
+}
+
+TEST(Fit, BadRunsAreRefusedNamingTheLine) {
+  const auto error_of = [](const std::string& text) -> std::string {
+    try {
+      parse_measured(text, "runs.txt");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(parse_measured("# c a n bytes us\nallgather ring 2 65536 21.5\n", "r").size(), 1u);
+  EXPECT_NE(error_of("allgather ring 2 65536\n").find("runs.txt:1: expected 'collective algorithm ranks bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of("\nallgatherv ring 2 65536 3\n").find("runs.txt:2: unknown collective 'allgatherv'"),
+            std::string::npos);
+  EXPECT_NE(error_of("allgather tree 2 65536 3\n").find("allgather has no algorithm 'tree'"), std::string::npos);
+  EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(), "t", r); }, {}), Error);
+  // Ranks over two nodes, or a node without memory, cannot be fitted as one node's class.
+  std::vector<Measured> wide{Measured{algo::Collective::kAllgather, "ring", 8, 1 << 20, 1e-3}};
+  EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(2), "t", r); }, wide), Error);
+}
+
+}  // namespace
+}  // namespace coll::sim
