@@ -31,7 +31,7 @@ const LinkModel& CostModel::link(const std::string& link_class) const {
   return it->second;
 }
 
-void CostModel::apply(const std::string& text, const std::string& origin) {
+void CostModel::apply(const std::string& text, const std::string& origin, const std::vector<std::string>& absent) {
   std::istringstream lines(text);
   std::string line;
   int number = 0;
@@ -48,6 +48,7 @@ void CostModel::apply(const std::string& text, const std::string& origin) {
     auto dot = key.find('.');
     std::string cls = key.substr(0, dot), param = dot == std::string::npos ? "" : key.substr(dot + 1);
     auto it = links.find(cls);
+    if (it == links.end() && std::find(absent.begin(), absent.end(), cls) != absent.end()) continue;
     LinkModel* link = it == links.end() ? nullptr : &it->second;
     double* field = link == nullptr                     ? nullptr
                     : param == "alpha_us"               ? &link->alpha_us

@@ -43,9 +43,10 @@ struct CostModel {
   std::map<std::string, LinkModel> links;  // by link class (a transport's name)
 
   // Applies "class.parameter = value" lines (# comments) over the links
-  // present; a malformed line or a class not present is kInvalidArgument
+  // present; lines of the classes in `absent` (known, but not in use here)
+  // are passed over. A malformed line or another class is kInvalidArgument
   // naming `origin` and the line.
-  void apply(const std::string& text, const std::string& origin);
+  void apply(const std::string& text, const std::string& origin, const std::vector<std::string>& absent = {});
 
   // The parameters of a link class; kInternal when there are none.
   const LinkModel& link(const std::string& link_class) const;

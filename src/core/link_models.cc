@@ -2,6 +2,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "transport/registry.h"
 
 #include <fstream>
 #include <sstream>
@@ -26,7 +27,12 @@ algo::CostModel link_models(const std::vector<const transport::Capabilities*>& t
   if (!in) fail(Code::kInvalidArgument, "COLL_TUNING_FILE='", path, "' cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  model.apply(text.str(), path);
+  // One file serves the machine whichever transports a job uses: the lines
+  // of the others compiled in are passed over.
+  std::vector<std::string> absent;
+  for (const transport::Entry& e : transport::registered())
+    if (model.links.count(e.name) == 0) absent.push_back(e.name);
+  model.apply(text.str(), path, absent);
   return model;
 }
 

@@ -42,6 +42,9 @@ echo "== the selector reads it: a real run with COLL_TUNING_FILE"
 COLL_TUNING_FILE=$tmp/tuning.txt COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=COLL "$build/tools/collrun" -n 2 \
   "$build/bench/coll_perf" -b 1M -e 1M -n 2 -w 1 > "$tmp/perf" 2>&1 || fail "coll_perf with the tuning file: $(cat "$tmp/perf")"
 grep -q "allreduce of ~1048576 bytes on 2 ranks (shm): .* (cost model)" "$tmp/perf" || fail "no choice logged: $(cat "$tmp/perf")"
+# The file also names tcp: a job on shared memory alone passes its lines over.
+COLL_TRANSPORTS=shm COLL_TUNING_FILE=$tmp/tuning.txt "$build/tools/collrun" -n 2 "$build/bench/coll_perf" -b 1M -e 1M \
+  -n 2 -w 1 > "$tmp/perf" 2>&1 || fail "COLL_TRANSPORTS=shm with the tuning file: $(cat "$tmp/perf")"
 
 echo "== errors name the file and line"
 printf 'allgather ring 2 65536\n' > "$tmp/bad.runs"

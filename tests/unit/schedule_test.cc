@@ -670,6 +670,11 @@ TEST(Select, TuningTextOverridesTheLinksPresentOnly) {
   EXPECT_DOUBLE_EQ(m.link("net").alpha_us, 15.0) << "untouched";
   EXPECT_THROW(m.apply("node.chunk_bytes = 8", "f"), Error);
   EXPECT_THROW(m.apply("node.alpha_us = -1", "f"), Error);
+  // A machine's file names transports a job may not use: theirs are passed over, others still refused.
+  m.apply("ib.alpha_us = 3\nnode.node_beta_ns_per_byte = 0.1\nnode.cache_bytes = 4096", "f", {"ib", "tcp"});
+  EXPECT_DOUBLE_EQ(m.link("node").node_beta_ns_per_byte, 0.1);
+  EXPECT_DOUBLE_EQ(m.link("node").cache_bytes, 4096);
+  EXPECT_THROW(m.apply("ibx.alpha_us = 3", "f", {"ib"}), Error);
 }
 
 }  // namespace
