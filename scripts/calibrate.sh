@@ -18,7 +18,9 @@
 #         memory, gamma; docs/SIMULATION.md, "Calibration")
 #   tcp   2-rank allgather from 1 MiB, t = alpha + (S/2) beta by least
 #         squares on the relative error (alpha at least shm's); gamma from
-#         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma
+#         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma; with -e
+#         node_beta, the node's one link that its 2 ranks share (a 4-rank
+#         allgather alternating between the nodes), which the selector reads
 # chunk_bytes is the transport's own (128 KiB shm, 512 KiB tcp).
 set -euo pipefail
 here=$PWD
@@ -28,7 +30,7 @@ out=tuning.txt ranks=8 emulated=""
 while getopts "o:n:e:h" opt; do
   case $opt in
     o) out=$OPTARG ;; n) ranks=$OPTARG ;; e) emulated=$OPTARG ;;
-    h) sed -n "2,22p" "$0"; exit 0 ;; *) exit 2 ;;
+    h) sed -n "2,24p" "$0"; exit 0 ;; *) exit 2 ;;
   esac
 done
 # Paths as the caller gave them, from where it called.
@@ -53,13 +55,19 @@ iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
 measure() {
   local transport=$1 n=$2 collective=$3
   local -a launch=("$build/tools/collrun" -n "$n")
-  if [ "$transport" = tcp-emulated ]; then
+  if [ "$transport" = tcp-emulated ] || [ "$transport" = tcp-emulated-shared ]; then
     launch=(scripts/emulate-cluster.sh -k 2 -r "$emulated" -- "$build/tools/collrun" --nodes 2 -n "$n")
+    # Ranks alternating over the nodes in a ring in launcher order: every message crosses, and each
+    # node's ranks send at once through its one link.
+    [ "$transport" = tcp-emulated-shared ] &&
+      launch=(scripts/emulate-cluster.sh -k 2 -r "$emulated" -- env COLL_TOPO_AWARE=0
+        "$build/tools/collrun" --nodes 2 --placement cyclic -n "$n")
     transport=tcp
   fi
   local -a sweep=(-f 2 -n "$iters" -w 5) times=$rounds
   # Through the emulated links a size takes up to half a second and varies little: fewer, once.
-  [ "${launch[0]}" = scripts/emulate-cluster.sh ] && sweep=(-f 4 -n 5 -w 1) times=1
+  [ "${launch[0]}" = scripts/emulate-cluster.sh ] && sweep=(-f 4 -n 5 -w 1) times=1 &&
+    [ "$collective" = allgather ] && [ "$n" -gt 2 ] && sweep=(-b 4M -f 4 -n 3 -w 1)
   COLL_TRANSPORTS=$transport scripts/perf-best.sh "$times" "${launch[@]}" "$build/bench/coll_perf" \
     -C "$collective" -a ring -b 64K -e 64M "${sweep[@]}" -c 0
 }
@@ -116,6 +124,16 @@ gamma=$(awk -v a="$alpha" -v b="$beta" '$1 >= 1048576 {x = $1 / 2; r = $2 - 2 * 
   echo "tcp.gamma_ns_per_byte = $gamma"
   echo "tcp.chunk_bytes = 524288"
 } >> "$tmp/out"
+if [ -n "$emulated" ]; then
+  # node_beta: 4 ranks alternating over the 2 nodes, a flat ring's allgather, every message between
+  # nodes and each node's 2 ranks sending at once: a node sends 2 (3/4) S in t - 3 alpha.
+  echo "calibrate: tcp: 4-rank allgather, each node's 2 ranks sending at once" >&2
+  measure tcp-emulated-shared 4 allgather > "$tmp/tcp.ag4"
+  awk -v a="$alpha" '$1 >= 4194304 {printf "%.9g\n", ($2 - 3 * a) / (1.5 * $1) * 1000}' "$tmp/tcp.ag4" | sort -g |
+    awk '{v[++k] = $1} END {if (k > 0) {
+      print "# tcp: node_beta from a 4-rank allgather over both nodes, 2 ranks of a node sending at once (median)"
+      printf "tcp.node_beta_ns_per_byte = %.6g\n", v[int((k + 1) / 2)]}}' >> "$tmp/out"
+fi
 cp "$tmp/out" "$out"
 cat "$out"
 echo "calibrate: wrote $out (COLL_TUNING_FILE=$out for the selector; collsim --tuning $out)" >&2

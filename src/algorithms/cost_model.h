@@ -23,9 +23,9 @@ struct LinkModel {
   // (What scripts/calibrate.sh measures besides; last, so that positional
   // initialisers of the fields above still mean them.)
   // Inverse bandwidth of all of a node's messages of this class together,
-  // where they share something (the memory shared-memory copies go
-  // through); 0: nothing. The simulator models it (a node's memory link);
-  // the selector does not yet.
+  // where they share something: the memory shared-memory copies go through
+  // (the simulator's memory link), the one link of a node whose ranks share
+  // it (the selector's network class); 0: nothing, a link per rank.
   double node_beta_ns_per_byte = 0;
   // What a node's cache holds of its ranks' vectors (CPU ranks): the part
   // of them within it moves at cache_beta instead of beta.

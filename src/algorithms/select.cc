@@ -37,6 +37,19 @@ double fold_extra(const CollShape& s, const LinkModel& m) {
   return f.rem == 0 ? 0 : 2 * us(m.alpha_us) + bytes_of(s) * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
 }
 
+// Time on the network for `per_rank` bytes from each rank and `per_node`
+// from each node, where the node's ranks share its links (node_beta, as
+// calibrate.sh -e measures it); without node_beta each rank has its own.
+double network_time(const LinkModel& m, double per_rank, double per_node) {
+  return std::max(per_rank * ns(m.beta_ns_per_byte), per_node * ns(m.node_beta_ns_per_byte));
+}
+// Nodes of equal size (ranks per node L > 1) across which `s` runs; 0 otherwise.
+int nodes_of(const CollShape& s, int& per_node) {
+  per_node = ranks_per_node(s);
+  if (s.node_of.empty() || per_node <= 1 || per_node == s.nranks) return 0;
+  return s.nranks / per_node;
+}
+
 double ring_allreduce_cost(const CollShape& s, const LinkModel& m) {
   double n = s.nranks, S = bytes_of(s);
   return 2 * (n - 1) * us(m.alpha_us) + (n - 1) / n * S * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
@@ -48,8 +61,10 @@ double hierarchical_cost(const CollShape& s, const LinkModel& m) {
   if (s.node_of.empty() || per_node == 0 || per_node == s.nranks) return std::numeric_limits<double>::infinity();
   const LinkModel& in = s.node_link.alpha_us > 0 ? s.node_link : m;
   double L = per_node, N = s.nranks / per_node, S = bytes_of(s);
+  // Between nodes each rank reduces S/L with its peers; a node's L ranks share its links where node_beta says so.
+  const double across = 2 * (N - 1) / N * S / L;
   return 2 * (L - 1) * us(in.alpha_us) + (L - 1) / L * S * (2 * ns(in.beta_ns_per_byte) + ns(in.gamma_ns_per_byte)) +
-         2 * (N - 1) * us(m.alpha_us) + (N - 1) / N * S / L * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
+         2 * (N - 1) * us(m.alpha_us) + network_time(m, across, across * L) + across / 2 * ns(m.gamma_ns_per_byte);
 }
 double ring_rs_cost(const CollShape& s, const LinkModel& m) {
   double n = s.nranks, S = bytes_of(s);
@@ -64,6 +79,15 @@ double ring_bcast_cost(const CollShape& s, const LinkModel& m) {
 }
 double tree_allreduce_cost(const CollShape& s, const LinkModel& m) {
   double S = bytes_of(s);
+  int L = 0;
+  const int N = nodes_of(s, L);
+  // Across nodes whose ranks share their links: the reduction up and the broadcast down overlap on
+  // full-duplex links, each node sending about S out (2S where it is inner in a tree of 3 or more nodes),
+  // half of it from each of two ranks (the two trees' chains run opposite ways: partition.h, node_tree).
+  if (N > 0 && m.node_beta_ns_per_byte > 0) {
+    const double out = N == 2 ? S : 2 * S;
+    return 2 * log2n(s.nranks) * us(m.alpha_us) + network_time(m, out / 2, out) + S * ns(m.gamma_ns_per_byte);
+  }
   return 2 * log2n(s.nranks) * us(m.alpha_us) + S * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte));
 }
 double tree_reduce_cost(const CollShape& s, const LinkModel& m) {
@@ -74,6 +98,18 @@ double tree_bcast_cost(const CollShape& s, const LinkModel& m) {
 }
 double hd_cost(const CollShape& s, const LinkModel& m) {
   double p = Fold(0, s.nranks).p, S = bytes_of(s);
+  int per_node = 0;
+  const int N = nodes_of(s, per_node);
+  // Spread over nodes of a power of two, its largest exchanges (distance p/2 first) stay inside the
+  // nodes and the last log2(N) go between them: the hierarchical allreduce's bytes, in fewer steps.
+  if (N > 0 && m.node_beta_ns_per_byte > 0 && p == s.nranks && (per_node & (per_node - 1)) == 0) {
+    const LinkModel& in = s.node_link.alpha_us > 0 ? s.node_link : m;
+    const double L = per_node, across = 2 * (N - 1.0) / N * S / L;
+    return 2 * std::log2(L) * us(in.alpha_us) +
+           (L - 1) / L * S * (2 * ns(in.beta_ns_per_byte) + ns(in.gamma_ns_per_byte)) +
+           2 * std::log2(N) * us(m.alpha_us) + network_time(m, across, across * L) +
+           across / 2 * ns(m.gamma_ns_per_byte);
+  }
   return 2 * std::log2(p) * us(m.alpha_us) + (p - 1) / p * S * (2 * ns(m.beta_ns_per_byte) + ns(m.gamma_ns_per_byte)) +
          fold_extra(s, m);
 }
@@ -155,7 +191,7 @@ const std::vector<Algorithm>& all_algorithms() {
   return table;
 }
 
-const char* cost_formula(const Algorithm& a) {
+const char* cost_formula(const Algorithm& a, bool shared_link) {
   // The formulas of the cost functions above, as text (S: bytes of the vector, or of the whole
   // output or input; n ranks; p the largest power of two <= n; L ranks a node, N nodes).
   static const std::map<std::pair<Collective, std::string>, const char*> formulas = {
@@ -178,6 +214,20 @@ const char* cost_formula(const Algorithm& a) {
       {{Collective::kSend, "direct"}, "a + S b"},
       {{Collective::kRecv, "direct"}, "a + S b"},
   };
+  // Where a node's L ranks share one link (b_node: a node's bytes between nodes at it), as the cost
+  // functions above price them (equal nodes; halving-doubling on powers of two).
+  static const std::map<std::pair<Collective, std::string>, const char*> shared = {
+      {{Collective::kAllreduce, "tree"},
+       "2 ceil(log2 n) a + max(k S/2 b, k S b_node) + S g  (k = 1 on 2 nodes, else 2)"},
+      {{Collective::kAllreduce, "halving_doubling"},
+       "2 log2(L) a_in + (L-1)/L S (2 b_in + g) + 2 log2(N) a + max(X b, L X b_node) + X g/2  (X = 2(N-1)/N S/L)"},
+      {{Collective::kAllreduce, "hierarchical"},
+       "2(L-1) a_in + (L-1)/L S (2 b_in + g) + 2(N-1) a + max(X b, L X b_node) + X g/2  (X = 2(N-1)/N S/L)"},
+  };
+  if (shared_link) {
+    auto it = shared.find({a.collective, a.name});
+    if (it != shared.end()) return it->second;
+  }
   auto it = formulas.find({a.collective, a.name});
   return it == formulas.end() ? "" : it->second;
 }

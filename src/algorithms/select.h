@@ -29,8 +29,9 @@ struct Algorithm {
 const std::vector<Algorithm>& all_algorithms();
 
 // a.cost's formula as text, in a (alpha), b (beta) and g (gamma): for
-// teaching views (collsim --explain).
-const char* cost_formula(const Algorithm& a);
+// teaching views (collsim --explain). shared_link: where a node's ranks
+// share one link between nodes (the network class's node_beta), as priced then.
+const char* cost_formula(const Algorithm& a, bool shared_link = false);
 
 // a.build(shape), in the order of ranks the algorithm wants: rings follow
 // shape.ring_order themselves; an allreduce marked `spread` is built for

@@ -44,6 +44,8 @@ algo::CostModel cost_model_of(const Cluster& c) {
   net.beta_ns_per_byte = 1e9 / c.nic_bytes_per_s;
   net.gamma_ns_per_byte = c.costs.gamma_s_per_byte * 1e9;
   net.chunk_bytes = static_cast<double>(c.chunk_bytes);
+  // Ranks that outnumber their node's NICs share them (the emulated cluster's one link a node).
+  if (c.nics_per_node < c.gpus_per_node) net.node_beta_ns_per_byte = 1e9 / (c.nic_bytes_per_s * c.nics_per_node);
   algo::LinkModel gpu = net;
   const double gpu_latency = c.fabric.link(c.fabric.place(0).gpu_up).latency_s;
   gpu.node_beta_ns_per_byte = c.memory_bytes_per_s > 0 ? 1e9 / c.memory_bytes_per_s : 0;

@@ -109,12 +109,16 @@ std::string explain_text(const Explanation& e, const CollectiveRun& run) {
   const algo::LinkModel& m = e.plan.link;
   std::snprintf(line, sizeof line,
                 "\ncost: %s\n  with n = %d, S = %zu B, a = %.3g us, b = %.3g ns/B (%.3g GB/s), g = %.3g ns/B",
-                algo::cost_formula(*e.plan.algorithm), shape.nranks, run.bytes, m.alpha_us, m.beta_ns_per_byte,
-                1 / m.beta_ns_per_byte, m.gamma_ns_per_byte);
+                algo::cost_formula(*e.plan.algorithm, !shape.node_of.empty() && m.node_beta_ns_per_byte > 0),
+                shape.nranks, run.bytes, m.alpha_us, m.beta_ns_per_byte, 1 / m.beta_ns_per_byte, m.gamma_ns_per_byte);
   out += line;
   if (!shape.node_of.empty()) {
     std::snprintf(line, sizeof line, ", a_in = %.3g us, b_in = %.3g ns/B", shape.node_link.alpha_us,
                   shape.node_link.beta_ns_per_byte);
+    out += line;
+  }
+  if (!shape.node_of.empty() && m.node_beta_ns_per_byte > 0) {
+    std::snprintf(line, sizeof line, ", b_node = %.3g ns/B", m.node_beta_ns_per_byte);
     out += line;
   }
   std::snprintf(line, sizeof line, "\n  = %s by coll's cost model; simulated: %s (%zu rounds)\n",

@@ -653,6 +653,37 @@ TEST(Select, TheCostModelPicksLatencyOrBandwidthAlgorithms) {
   EXPECT_TRUE(large_pick == "ring" || large_pick == "halving_doubling") << large_pick;
 }
 
+TEST(Select, RanksThatShareTheirNodesLinkAreSeenToShareIt) {
+  // 2 nodes of 2 ranks, 1 Gbit/s between them (8 ns/B), 64 MiB.
+  CostModel m = two_links();
+  m.apply("net.beta_ns_per_byte = 8\n", "t");
+  CollShape shape{Collective::kAllreduce, 0, 4, 16 << 20, 4};
+  shape.node_of = {0, 0, 1, 1};
+  shape.node_link = m.link("node");
+  const double S = 64 << 20;
+  const auto cost = [&](const CostModel& model, const char* name) {
+    return find_algorithm(Collective::kAllreduce, name).cost(shape, model.link("net"));
+  };
+  // A link per rank: the hierarchical allreduce sends S/2 a rank between nodes, the tree S, both ways in turn.
+  Selector own("", m);
+  own.set_link_class("net");
+  EXPECT_STREQ(own.choose(shape).name, "hierarchical");
+  EXPECT_NEAR(cost(m, "tree"), 2 * 2 * 15e-6 + S * 2 * 8e-9 + S * 0.1e-9, 1e-9);
+  // One link a node (the emulated cluster's): each node sends S either way, and the tree overlaps its
+  // reduction and broadcast on it where the others add their phases inside the node.
+  m.apply("net.node_beta_ns_per_byte = 8\n", "t");
+  Selector shared("", m);
+  shared.set_link_class("net");
+  EXPECT_STREQ(shared.choose(shape).name, "tree");
+  EXPECT_NEAR(cost(m, "tree"), 2 * 2 * 15e-6 + S * 8e-9 + S * 0.1e-9, 1e-9);
+  const double across = S / 2;  // each rank's bytes between nodes, hierarchical and halving-doubling alike
+  const double inside = 2 * 2.7e-6 + S / 2 * (2 * 0.29e-9 + 0.1e-9);
+  EXPECT_NEAR(cost(m, "hierarchical"), inside + 2 * 15e-6 + 2 * across * 8e-9 + across / 2 * 0.1e-9, 1e-9);
+  EXPECT_NEAR(cost(m, "halving_doubling"), inside + 2 * 15e-6 + 2 * across * 8e-9 + across / 2 * 0.1e-9, 1e-9);
+  // The ring crosses once each way a node, as before.
+  EXPECT_NEAR(cost(m, "ring"), 6 * 15e-6 + 0.75 * S * (2 * 8e-9 + 0.1e-9), 1e-9);
+}
+
 TEST(Select, TuningTextOverridesTheLinksPresentOnly) {
   CostModel m = two_links();
   EXPECT_THROW(m.apply("net.alpha = 3", "f"), Error);
