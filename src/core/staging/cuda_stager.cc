@@ -18,6 +18,7 @@
 #include "core/staging/gate.h"
 #include "core/staging/stager.h"
 #include "reduce/cuda/check.h"
+#include "reduce/cuda/kernels.h"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -133,6 +134,10 @@ class CudaStager final : public Stager {
   }
 
   void make_all() {
+    // Every kernel this operation may launch, loaded before a caller's
+    // stream is ever held (kernels.h says why).
+    check(static_cast<cudaError_t>(reduce::cuda::load_kernels()), "loading the reduction kernels");
+    check(static_cast<cudaError_t>(load_gate()), "loading the stream gate kernel");
     check(cudaHostAlloc(&memory_, 4 * bytes_, cudaHostAllocPortable), "cudaHostAlloc (the staging slots)");
     void* flag = nullptr;
     check(cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable),

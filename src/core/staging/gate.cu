@@ -16,6 +16,11 @@ __global__ void gate_kernel(const volatile uint32_t* flag, uint32_t value) {
 
 }  // namespace
 
+int load_gate() {
+  cudaFuncAttributes attrs{};
+  return cudaFuncGetAttributes(&attrs, gate_kernel);
+}
+
 int launch_gate(void* stream, const volatile uint32_t* flag, uint32_t value) {
   gate_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, value);
   return cudaGetLastError();

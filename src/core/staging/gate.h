@@ -10,4 +10,9 @@ namespace coll::staging {
 // cudaError_t of the launch.
 int launch_gate(void* stream, const volatile uint32_t* flag, uint32_t value);
 
+// Loads the gate kernel now, as reduce/cuda/kernels.h's load_kernels does
+// the reductions: CUDA would load it at its first launch, and a load may
+// wait for the whole context. Returns the cudaError_t.
+int load_gate();
+
 }  // namespace coll::staging

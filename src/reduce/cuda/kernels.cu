@@ -163,6 +163,18 @@ int reduce_typed(coll_redop_t op, void* dst, const void* a, const void* b, size_
 }
 
 template <typename T>
+cudaError_t load_typed() {
+  cudaFuncAttributes attrs{};
+  for (cudaError_t e :
+       {cudaFuncGetAttributes(&attrs, reduce_kernel<T, COLL_SUM>),
+        cudaFuncGetAttributes(&attrs, reduce_kernel<T, COLL_PROD>),
+        cudaFuncGetAttributes(&attrs, reduce_kernel<T, COLL_MIN>),
+        cudaFuncGetAttributes(&attrs, reduce_kernel<T, COLL_MAX>), cudaFuncGetAttributes(&attrs, divide_kernel<T>)})
+    if (e != cudaSuccess) return e;
+  return cudaSuccess;
+}
+
+template <typename T>
 int divide_typed(void* dst, size_t n, int divisor, cudaStream_t stream) {
   divide_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, divisor);
   return cudaGetLastError();
@@ -185,6 +197,15 @@ int launch_divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, v
   if (!valid_datatype(dtype)) return cudaErrorInvalidValue;
   return dispatch_dtype<__half, __nv_bfloat16>(
       dtype, [&](auto* type) { return divide_typed<std::remove_pointer_t<decltype(type)>>(dst, count, divisor, s); });
+}
+
+int load_kernels() {
+  for (int t = 0; t < COLL_NUM_DATATYPES; ++t)
+    if (const int e = dispatch_dtype<__half, __nv_bfloat16>(static_cast<coll_datatype_t>(t), [](auto* type) {
+          return static_cast<int>(load_typed<std::remove_pointer_t<decltype(type)>>());
+        }))
+      return e;
+  return cudaSuccess;
 }
 
 }  // namespace coll::reduce::cuda

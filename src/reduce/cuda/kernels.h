@@ -21,4 +21,10 @@ int launch_reduce(coll_datatype_t dtype, coll_redop_t op, void* dst, const void*
 // zero; the 16-bit floats divide in float32).
 int launch_divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* stream);
 
+// Loads every kernel above on the current device now. CUDA loads kernels
+// lazily, at their first launch, and a load may wait for the whole context
+// to be idle: a first launch while a caller's stream is held by coll's gate
+// would wait for the operation it is part of. Called before any gate.
+int load_kernels();
+
 }  // namespace coll::reduce::cuda
