@@ -23,8 +23,9 @@ struct Backend {
   void (*divide)(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* stream);
   // Memory of this kind for the executor's scratch and staging, on the
   // device of `near` (one of the operation's buffers), ordered on `stream`
-  // where the kind has streams; release frees it the same way (a null
-  // stream: at once). A device's are stream-ordered (cudaMallocAsync), as
+  // where the kind has streams; release frees it after that stream's work
+  // (a null stream: at once). A device's are from cudaMalloc, so that CUDA
+  // IPC can share them, and kept until a release with a null stream, as
   // cudaFree would wait for every stream, the callers' gated ones included.
   void* (*allocate)(size_t bytes, const void* near, void* stream);
   void (*release)(void* p, void* stream);

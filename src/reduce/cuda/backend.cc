@@ -12,6 +12,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 namespace coll::reduce::cuda {
 namespace {
@@ -58,21 +60,33 @@ void divide(coll_datatype_t dtype, void* dst, size_t count, int divisor, void* s
   check(launch_divide(dtype, dst, count, divisor, stream), "launching the division kernel");
 }
 
-void* allocate(size_t bytes, const void* near, void* stream) {
+// cudaMalloc, not a stream-ordered pool: a transport that shares device
+// memory between processes (CUDA IPC, the nvlink transport) sends from
+// these buffers too, and memory from cudaMallocAsync pools cannot be
+// shared so. cudaMalloc does not wait for other streams; cudaFree waits for
+// the whole device, the callers' gated streams included, so a buffer
+// released while operations may be in flight is kept until the
+// communicator's end.
+std::mutex retired_mutex;
+std::vector<void*> retired;
+
+void* allocate(size_t bytes, const void* near, void*) {
   ScopedDevice on(device_of(near));
   void* p = nullptr;
-  auto s = static_cast<cudaStream_t>(stream);
-  check(cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, s), "cudaMallocAsync (the executor's staging and scratch)");
-  check(cudaStreamSynchronize(s), "cudaMallocAsync (the executor's staging and scratch)");  // usable by any stream now
+  check(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "cudaMalloc (the executor's staging and scratch)");
   return p;
 }
 
 // Errors ignored: on the way out, maybe of an error.
 void release(void* p, void* stream) {
-  if (stream != nullptr)
-    cudaFreeAsync(p, static_cast<cudaStream_t>(stream));
-  else
-    cudaFree(p);  // the communicator's end: no operation holds a stream then
+  std::lock_guard<std::mutex> lock(retired_mutex);
+  if (stream != nullptr) {
+    retired.push_back(p);
+    return;
+  }
+  cudaFree(p);  // the communicator's end: no operation holds a stream then
+  for (void* r : retired) cudaFree(r);
+  retired.clear();
 }
 
 void wait(void* stream) {
