@@ -45,6 +45,9 @@ const std::vector<Setting>& settings() {
       {"COLL_NVLINK_EMULATE", "bool", "0", "",
        "1: the nvlink transport runs on host memory, with process_vm_readv/writev for the GPU's copy engine, "
        "so that its protocol is tested on machines without a GPU (tests only)"},
+      {"COLL_NVLINK_KERNEL_BYTES", "int", "0", "bytes",
+       "the nvlink transport copies messages of up to this size with a kernel on the GPU's cores, which reads or "
+       "writes the peer's memory, and larger ones with the copy engine (0: always the copy engine)"},
       {"COLL_SHM_SINGLE_COPY", "bool", "0", "",
        "shm: 1 lets receivers read messages of 256 KiB and more straight from the sender (process_vm_readv); "
        "off by default, as it measured 2x slower than the slots here"},

@@ -40,10 +40,12 @@ size_t checked(const perf::Ops& ops, perf::Case c, void* dsend, void* drecv, siz
   return ops.wrong(h);
 }
 
-// How device buffers travel: "staged" (the default transports) or "nvlink".
+// How device buffers travel: "staged" (the default transports), "nvlink"
+// (the copy engine), or "nvlinkkernel" (every copy by the SM kernel).
 std::map<std::string, std::string> path_env(const std::string& path) {
   // 64 KiB slots: the larger counts take many chunks.
   if (path == "staged") return {{"COLL_STAGING_CHUNK_BYTES", "65536"}};
+  if (path == "nvlinkkernel") return {{"COLL_TRANSPORTS", "nvlink,shm"}, {"COLL_NVLINK_KERNEL_BYTES", "1G"}};
   return {{"COLL_TRANSPORTS", "nvlink,shm"}};
 }
 
@@ -91,6 +93,7 @@ std::vector<std::tuple<std::string, int, std::string>> cases() {
   for (const char* c : {"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall"}) {
     for (int n : {1, 2, 3, 4}) all.emplace_back(c, n, "staged");
     for (int n : {2, 3, 4}) all.emplace_back(c, n, "nvlink");
+    all.emplace_back(c, 3, "nvlinkkernel");
   }
   return all;
 }
@@ -145,7 +148,7 @@ TEST_P(DeviceStream, OrderedBetweenKernelsOnTheCallersStream) {
       options);
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpu, DeviceStream, ::testing::Values("staged", "nvlink"),
+INSTANTIATE_TEST_SUITE_P(Gpu, DeviceStream, ::testing::Values("staged", "nvlink", "nvlinkkernel"),
                          [](const auto& info) { return std::string(info.param); });
 
 // Bad input is refused at the call: mixed kinds, a stream with host buffers.

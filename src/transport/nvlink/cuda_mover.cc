@@ -1,6 +1,8 @@
 // The CUDA mover: device memory shared between processes with CUDA IPC
 // handles, copied peer to peer by the copy engine (cudaMemcpyAsync on a
-// stream of the transport's own). Ranks on one GPU (CUDA IPC within one
+// stream of the transport's own), or for messages of up to
+// COLL_NVLINK_KERNEL_BYTES by a kernel that reads or writes the peer's
+// memory (peer_copy.cu). Ranks on one GPU (CUDA IPC within one
 // device) and on GPUs with peer access (NVLink, PCIe) alike.
 //
 // Opened handles are cached per peer and allocation: CUDA's buffer id names
@@ -9,8 +11,10 @@
 // mapping. The cache is bounded; an entry no copy uses is closed first.
 #include "transport/nvlink/mover.h"
 
+#include "base/config.h"
 #include "base/cuda_device.h"
 #include "base/error.h"
+#include "transport/nvlink/peer_copy.h"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -51,12 +55,18 @@ using GetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
 class CudaMover final : public Mover {
  public:
   explicit CudaMover(int rank) : rank_(rank) {
+    const int64_t kernel_bytes = config::get_int("COLL_NVLINK_KERNEL_BYTES");
+    if (kernel_bytes < 0)
+      fail(Code::kInvalidArgument, "COLL_NVLINK_KERNEL_BYTES=", kernel_bytes, " on rank ", rank_,
+           " must be 0 or more (bytes)");
+    kernel_bytes_ = static_cast<size_t>(kernel_bytes);
     check(cudaGetDevice(&device_), rank_, "cudaGetDevice");
     char bus[64] = {};
     check(cudaDeviceGetPCIBusId(bus, sizeof bus, device_), rank_, "cudaDeviceGetPCIBusId");
     bus_ = bus;
     ScopedDevice on(device_);
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), rank_, "cudaStreamCreate");
+    check(static_cast<cudaError_t>(load_peer_copy()), rank_, "loading the peer copy kernel");
     address_range_ = driver_entry<GetAddressRange>("cuMemGetAddressRange", rank_);
     attribute_ = driver_entry<GetAttribute>("cuPointerGetAttribute", rank_);
   }
@@ -135,8 +145,12 @@ class CudaMover final : public Mover {
     ScopedDevice on(device_);
     auto opened = open(peer, remote);
     char* theirs = static_cast<char*>(opened->base) + remote.offset;
-    check(cudaMemcpyAsync(pull ? local : theirs, pull ? theirs : local, bytes, cudaMemcpyDefault, stream_), rank_,
-          "cudaMemcpyAsync (peer to peer)");
+    void* dst = pull ? local : theirs;
+    const void* src = pull ? theirs : local;
+    if (bytes <= kernel_bytes_)
+      check(static_cast<cudaError_t>(launch_peer_copy(stream_, dst, src, bytes)), rank_, "the peer copy kernel");
+    else
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), rank_, "cudaMemcpyAsync (peer to peer)");
     cudaEvent_t e = nullptr;
     if (free_events_.empty()) {
       check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), rank_, "cudaEventCreate");
@@ -207,6 +221,7 @@ class CudaMover final : public Mover {
   }
 
   int rank_;
+  size_t kernel_bytes_ = 0;
   int device_ = 0;
   std::string bus_;
   cudaStream_t stream_ = nullptr;
