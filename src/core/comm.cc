@@ -20,6 +20,7 @@
 #include "transport/registry.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace coll {
 
@@ -41,6 +42,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
     if (chunk < 64 || chunk > (int64_t{1} << 30))
       fail(Code::kInvalidArgument, "COLL_CHUNK_BYTES=", chunk, " must be between 64 and 1G");
     chunk_bytes_ = static_cast<size_t>(chunk);
+    chunk_bytes_set_ = true;
   }
   const int64_t staging = config::get_int("COLL_STAGING_CHUNK_BYTES");
   if (staging < 64 || staging > (int64_t{1} << 30))
@@ -178,9 +180,28 @@ Communicator::~Communicator() {
   if (store_ && prefix_.empty()) store_->bye(nranks_);
 }
 
+// The unit of pipelining. A device operation moved in place (run_direct)
+// takes its transports' chunk: each chunk costs the nvlink transport a
+// rendezvous, and the host link's chunk made a 256 MiB allreduce thousands
+// of them. Every rank passes device buffers alike, so all choose alike.
+size_t Communicator::chunk_for(const OpRequest& op) {
+  if (chunk_bytes_set_ || op.kind == MemoryKind::kHost || nranks_ == 1 || !moves_device_directly()) return chunk_bytes_;
+  if (device_chunk_bytes_ == 0) {
+    device_chunk_bytes_ = SIZE_MAX;
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_)
+        device_chunk_bytes_ =
+            std::min(device_chunk_bytes_,
+                     static_cast<size_t>(
+                         transport_->device_transport_for(r, addresses_[static_cast<size_t>(r)])->link.chunk_bytes));
+  }
+  return device_chunk_bytes_;
+}
+
 // Schedules depend on the shape of a call, never on its buffers, so a
 // training loop that repeats the same few collectives builds each once.
 std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
+  const size_t chunk = chunk_for(op);
   PlanKey key{op.collective,
               op.count,
               reduce::datatype_size(op.dtype),
@@ -188,7 +209,8 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
               op.root,
               op.send_offset.has_value(),
               op.send_offset.value_or(0),
-              op.algorithm ? op.algorithm : ""};
+              op.algorithm ? op.algorithm : "",
+              chunk};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   algo::CollShape shape;
@@ -199,7 +221,7 @@ std::shared_ptr<const Plan> Communicator::plan_for(const OpRequest& op) {
   shape.elem_size = reduce::datatype_size(op.dtype);
   shape.root = op.root;
   shape.average = op.op == COLL_AVG;
-  shape.chunk_bytes = chunk_bytes_;
+  shape.chunk_bytes = chunk;
   shape.send_offset = op.send_offset;
   shape.ring_order = ring_order_;
   shape.spread_order = spread_order_;

@@ -136,6 +136,7 @@ class Communicator final : private FastPathHost {
     bool has_send_offset;
     int64_t send_offset;
     std::string algorithm;  // forced one, or empty
+    size_t chunk_bytes;
     auto operator<=>(const PlanKey&) const = default;
   };
   static constexpr size_t kMaxPlans = 256;
@@ -143,6 +144,7 @@ class Communicator final : private FastPathHost {
   static constexpr size_t kMaxCachedSteps = 1 << 17;  // about 10 MB of steps in all
 
   std::shared_ptr<const Plan> plan_for(const OpRequest& op);
+  size_t chunk_for(const OpRequest& op);
   void compile(std::span<const OpRequest> ops, std::vector<Job>& jobs, bool grouped = false);
   Job job_for(const OpRequest& op, bool grouped);
   // group.cc: a group's jobs in the order that every pair of ranks agrees on.
@@ -208,7 +210,9 @@ class Communicator final : private FastPathHost {
   std::string prefix_;
   bootstrap::UniqueId id_;
   int64_t timeout_ms_;
-  size_t chunk_bytes_ = 0;  // COLL_CHUNK_BYTES, or the link class's once the peers are known
+  size_t chunk_bytes_ = 0;         // COLL_CHUNK_BYTES, or the link class's once the peers are known
+  bool chunk_bytes_set_ = false;   // by COLL_CHUNK_BYTES: then device operations take it too
+  size_t device_chunk_bytes_ = 0;  // device operations moved in place: their transports', once asked
   // The fast paths that may take an operation, in the order they are asked.
   std::vector<std::unique_ptr<FastPath>> fast_paths_;
   std::unique_ptr<algo::Selector> selector_;

@@ -70,6 +70,12 @@ class Router final : public transport::Transport, public transport::PeerAccess {
   // Whether device buffers to `peer` at `address` go by a transport that
   // moves GPU memory (else they must be staged through host memory).
   bool moves_device_to(int peer, const std::string& address) const { return choose(peer, address, true) != kNoRoute; }
+  // The transport that would carry device buffers to `peer`; null where
+  // none moves them.
+  const transport::Capabilities* device_transport_for(int peer, const std::string& address) const {
+    const size_t i = choose(peer, address, true);
+    return i == kNoRoute ? nullptr : &transports_[i]->capabilities();
+  }
   // Every transport's capabilities, in preference order.
   std::vector<const transport::Capabilities*> all_capabilities() const;
 
