@@ -123,6 +123,12 @@ nvlink=(env COLL_TRANSPORTS=nvlink,shm)
 # The target's size: 2 ranks at 256 MiB, by copy engine and by SM kernel.
 step allreduce_256M_2ranks_nvlink 30 "${nvlink[@]}" "$pack/collrun" -n 2 "$pack/coll_perf" -G 1 -b 256M -e 256M -n 20 -w 5 -c 0
 step allreduce_256M_2ranks_nvlinkkernel 30 "${nvlink[@]}" COLL_NVLINK_KERNEL_BYTES=1G "$pack/collrun" -n 2 "$pack/coll_perf" -G 1 -b 256M -e 256M -n 20 -w 5 -c 0
+# Stalls seen on 2026-12-04 (copies on coll's streams never finishing while
+# a caller's stream was held): the same run with every stream on one
+# hardware queue, and with 32 queues, tells whether queue sharing causes them.
+for q in 1 32; do
+  step "allreduce_256M_2ranks_nvlink_queues$q" 30 "${nvlink[@]}" CUDA_DEVICE_MAX_CONNECTIONS=$q "$pack/collrun" -n 2 "$pack/coll_perf" -G 1 -b 256M -e 256M -n 20 -w 5 -c 0
+done
 for n in 2 4 8; do
   step "allreduce_sweep_${n}ranks_nvlink" 50 "${nvlink[@]}" "$pack/collrun" -n $n "$pack/coll_perf" -G 1 -b 8 -e 1G -f 8 -n 5 -w 2 -c 0
 done
@@ -162,6 +168,8 @@ failed+=($(awk -F'|' 'NR > 2 && ($3 + 0 != 0 || $3 ~ /skipped/) {gsub(/ /, "", $
   echo '```'; cat "$out/logs/reduce_bw.log"; echo '```'
   echo "## coll allreduce, 2 ranks on the one GPU, 256 MiB, over nvlink by copy engine, then by SM kernel"
   echo '```'; grep -h -v '^#' "$out/logs/allreduce_256M_2ranks_nvlink.log" "$out/logs/allreduce_256M_2ranks_nvlinkkernel.log"; echo '```'
+  echo "## the same by copy engine with CUDA_DEVICE_MAX_CONNECTIONS=1, then 32"
+  echo '```'; grep -h -v '^#' "$out/logs/allreduce_256M_2ranks_nvlink_queues1.log" "$out/logs/allreduce_256M_2ranks_nvlink_queues32.log"; echo '```'
   for n in 2 4 8; do
     echo "## coll allreduce, $n ranks on the one GPU, device buffers over nvlink (CUDA IPC, copy engine)"
     echo '```'; grep -v '^#  *$' "$out/logs/allreduce_sweep_${n}ranks_nvlink.log"; echo '```'
