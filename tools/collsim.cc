@@ -29,6 +29,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -153,12 +154,8 @@ Options parse(int argc, char** argv) {
 }
 
 coll::algo::Collective collective_of(const std::string& name) {
-  for (int c = 0; c < coll::algo::kNumCollectives; ++c) {
-    auto coll = static_cast<coll::algo::Collective>(c);
-    if (name == coll::algo::collective_name(coll) && !coll::algo::is_point_to_point(coll) &&
-        coll != coll::algo::Collective::kBarrier)
-      return coll;
-  }
+  const std::optional<coll::algo::Collective> c = coll::algo::collective_named(name);
+  if (c && !coll::algo::is_point_to_point(*c) && *c != coll::algo::Collective::kBarrier) return *c;
   die("--collective '" + name + "': one of allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall");
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace coll::algo {
@@ -26,6 +27,8 @@ enum class Collective : uint8_t {
 constexpr int kNumCollectives = 9;
 
 const char* collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
+// The collective of that name; none for a name that is not one.
+std::optional<Collective> collective_named(const std::string& name);
 inline bool is_point_to_point(Collective c) { return c == Collective::kSend || c == Collective::kRecv; }
 
 struct CollShape {

@@ -131,8 +131,7 @@ double p2p_cost(const CollShape& s, const LinkModel& m) {
 double barrier_cost(const CollShape& s, const LinkModel& m) { return log2n(s.nranks) * us(m.alpha_us); }
 
 Collective parse_collective(const std::string& name, const std::string& setting) {
-  for (int c = 0; c < kNumCollectives; ++c)
-    if (name == collective_name(static_cast<Collective>(c))) return static_cast<Collective>(c);
+  if (std::optional<Collective> c = collective_named(name)) return *c;
   fail(Code::kInvalidArgument, "COLL_ALGO='", setting, "': unknown collective '", name,
        "' (allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall, barrier, send, recv)");
 }
@@ -143,6 +142,12 @@ bool has_algorithm(Collective c, const std::string& name) {
   for (const Algorithm& a : all_algorithms())
     if (a.collective == c && name == a.name) return true;
   return false;
+}
+
+std::optional<Collective> collective_named(const std::string& name) {
+  for (int c = 0; c < kNumCollectives; ++c)
+    if (name == collective_name(static_cast<Collective>(c))) return static_cast<Collective>(c);
+  return std::nullopt;
 }
 
 const char* collective_name(Collective c) {

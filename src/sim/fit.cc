@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace coll::sim {
@@ -28,12 +29,6 @@ algo::LinkModel model_of(const Point& x) {
   m.node_beta_ns_per_byte = std::exp(x[4]);
   m.gamma_ns_per_byte = std::exp(x[5]);
   return m;
-}
-
-algo::Collective collective_named(const std::string& name, const std::string& where) {
-  for (int c = 0; c < algo::kNumCollectives; ++c)
-    if (name == algo::collective_name(static_cast<algo::Collective>(c))) return static_cast<algo::Collective>(c);
-  fail(Code::kInvalidArgument, where, ": unknown collective '", name, "'");
 }
 
 // Nelder-Mead (reflect, expand, contract, shrink) from x0, steps of `step` in each coordinate,
@@ -111,7 +106,9 @@ std::vector<Measured> parse_measured(const std::string& text, const std::string&
     if (!(fields >> collective >> m.algorithm >> m.ranks >> m.bytes >> us) || m.ranks < 1 || us <= 0)
       fail(Code::kInvalidArgument, where, ": expected 'collective algorithm ranks bytes microseconds', got '", line,
            "'");
-    m.collective = collective_named(collective, where);
+    const std::optional<algo::Collective> c = algo::collective_named(collective);
+    if (!c) fail(Code::kInvalidArgument, where, ": unknown collective '", collective, "'");
+    m.collective = *c;
     if (!algo::has_algorithm(m.collective, m.algorithm))
       fail(Code::kInvalidArgument, where, ": ", collective, " has no algorithm '", m.algorithm, "'");
     m.seconds = us * 1e-6;
