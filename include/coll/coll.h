@@ -20,6 +20,8 @@
  *   COLL_SYSTEM_ERROR, COLL_REMOTE_ERROR, COLL_TIMEOUT, COLL_INTERNAL_ERROR:
  *                          not usable: call coll_comm_abort() or
  *                          coll_comm_destroy() and build a new communicator.
+ *   COLL_REVOKED           not usable but for coll_comm_shrink, on every rank
+ *                          (coll_comm_revoke).
  *
  * Licensed under the Apache License, Version 2.0.
  */
@@ -54,6 +56,7 @@ typedef enum {
   COLL_TIMEOUT = 5,                         /* COLL_TIMEOUT_MS passed while waiting for a peer */
   COLL_INTERNAL_ERROR = 6,                  /* a bug in coll: please report it with the message */
   COLL_IN_PROGRESS = 7,                     /* a non-blocking operation has not finished yet */
+  COLL_REVOKED = 8,                         /* a rank revoked the communicator (coll_comm_revoke): shrink it */
   COLL_RESULT_RANGE_MIN_ = -2147483647 - 1, /* not codes: as for coll_datatype_t */
   COLL_RESULT_RANGE_MAX_ = 2147483647
 } coll_result_t;
@@ -164,6 +167,17 @@ COLL_API coll_result_t coll_comm_destroy(coll_comm_t comm);
  * calls are refused with COLL_INVALID_USAGE (coll_comm_shrink excepted).
  * The handle must still be released with coll_comm_destroy(). */
 COLL_API coll_result_t coll_comm_abort(coll_comm_t comm);
+
+/* As ULFM's MPI_Comm_revoke: a rank that found a failure stops the others
+ * from waiting out their timeouts. The operation in progress on comm (from
+ * another thread) and every queued one end with COLL_REVOKED here; every
+ * other rank's pending operations on comm end with COLL_REVOKED as soon as
+ * the word reaches it, from this rank or from any rank that already has it,
+ * and so do all later calls on comm on every rank (coll_comm_shrink
+ * excepted, which is what to call next). Revoking twice, or a communicator
+ * already revoked by another rank, is no error. May be called from any
+ * thread. The handle must still be released with coll_comm_destroy(). */
+COLL_API coll_result_t coll_comm_revoke(coll_comm_t comm);
 
 /* Writes into *error the first failure of any operation on comm, blocking or
  * non-blocking (a dead peer, a timeout, ranks that disagree), or

@@ -218,6 +218,7 @@ class Communicator {
 
   // Stops every pending operation; the object still owns (and destroys) the handle.
   void abort() { check(coll_comm_abort(comm_), comm_); }
+  void revoke() { check(coll_comm_revoke(comm_), comm_); }
 
   coll_comm_t get() const { return comm_; }
 

@@ -13,7 +13,7 @@ and torch tensors; failures raise coll.Error subclasses with coll's message.
 """
 from ._buffers import BFLOAT16, FLOAT16, FLOAT32, FLOAT64, INT8, INT32, INT64, UINT8, UINT32, UINT64
 from ._comm import Communicator, Request, from_mpi4py, init, unique_id
-from ._errors import (Error, InternalError, InvalidArgument, InvalidUsage, RemoteError, SystemError,
+from ._errors import (Error, InternalError, InvalidArgument, InvalidUsage, RemoteError, Revoked, SystemError,
                       TimeoutError)
 from ._lib import lib as _lib
 from ._ops import AVG, MAX, MIN, PROD, SUM
@@ -31,6 +31,7 @@ def version():
 __all__ = [
     "Communicator", "Request", "init", "unique_id", "from_mpi4py", "version",
     "Error", "InvalidArgument", "InvalidUsage", "SystemError", "RemoteError", "TimeoutError", "InternalError",
+    "Revoked",
     "SUM", "PROD", "MIN", "MAX", "AVG",
     "INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64",
 ]

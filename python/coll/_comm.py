@@ -220,6 +220,11 @@ class Communicator:
         that wait on this rank fail instead of waiting out their timeouts."""
         _check(lib.coll_comm_abort(self._handle), self._handle)
 
+    def revoke(self):
+        """As abort, but every rank's pending and later operations raise
+        coll.Revoked, as ULFM's MPI_Comm_revoke: shrink() is what follows."""
+        _check(lib.coll_comm_revoke(self._handle), self._handle)
+
     def destroy(self):
         if self._handle is not None and self._handle.value:
             handle, self._handle = self._handle, None

@@ -1,7 +1,7 @@
 """coll's result codes as Python exceptions: every one a coll.Error, with
 the C code (`code`) and coll's message, which names the rank, the peer and
 what to do."""
-SUCCESS, INVALID_ARGUMENT, INVALID_USAGE, SYSTEM_ERROR, REMOTE_ERROR, TIMEOUT, INTERNAL_ERROR, IN_PROGRESS = range(8)
+SUCCESS, INVALID_ARGUMENT, INVALID_USAGE, SYSTEM_ERROR, REMOTE_ERROR, TIMEOUT, INTERNAL_ERROR, IN_PROGRESS, REVOKED = range(9)
 
 
 class Error(RuntimeError):
@@ -36,6 +36,10 @@ class InternalError(Error):
     """COLL_INTERNAL_ERROR: a bug in coll; please report it with the message."""
 
 
+class Revoked(Error):
+    """COLL_REVOKED: a rank revoked the communicator (Communicator.revoke); shrink it."""
+
+
 _BY_CODE = {
     INVALID_ARGUMENT: InvalidArgument,
     INVALID_USAGE: InvalidUsage,
@@ -43,6 +47,7 @@ _BY_CODE = {
     REMOTE_ERROR: RemoteError,
     TIMEOUT: TimeoutError,
     INTERNAL_ERROR: InternalError,
+    REVOKED: Revoked,
 }
 
 

@@ -62,6 +62,7 @@ _decl = {
     "coll_comm_init_from_env": [_c.POINTER(_comm)],
     "coll_comm_destroy": [_comm],
     "coll_comm_abort": [_comm],
+    "coll_comm_revoke": [_comm],
     "coll_comm_get_async_error": [_comm, _c.POINTER(_int)],
     "coll_comm_rank": [_comm, _c.POINTER(_int)],
     "coll_comm_size": [_comm, _c.POINTER(_int)],

@@ -18,6 +18,7 @@ enum class Code {
   kRemote = COLL_REMOTE_ERROR,
   kTimeout = COLL_TIMEOUT,
   kInternal = COLL_INTERNAL_ERROR,
+  kRevoked = COLL_REVOKED,
 };
 
 class Error : public std::runtime_error {

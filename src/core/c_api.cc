@@ -33,6 +33,9 @@ void record(coll_comm_t comm, const std::string& message) {
 
 Communicator& usable(coll_comm_t comm) {
   if (comm->impl == nullptr) fail(Code::kInvalidUsage, "comm: the communicator was not initialised");
+  if (comm->impl->revoked())
+    fail(Code::kRevoked, "comm: rank ", comm->impl->rank(),
+         ": the communicator was revoked (coll_comm_revoke); shrink it (coll_comm_shrink)");
   if (comm->impl->aborted())
     fail(Code::kInvalidUsage, "comm: rank ", comm->impl->rank(), ": the communicator was aborted");
   return *comm->impl;
@@ -210,6 +213,13 @@ coll_result_t coll_comm_abort(coll_comm_t comm) {
   });
 }
 
+coll_result_t coll_comm_revoke(coll_comm_t comm) {
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_revoke")) return bad;
+  return guarded(comm, [&] {
+    if (comm->impl) comm->impl->revoke();
+  });
+}
+
 coll_result_t coll_comm_register(coll_comm_t comm, void* ptr, size_t bytes, void** handle) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_register")) return bad;
   return guarded(comm, [&] {
@@ -291,6 +301,8 @@ const char* coll_get_error_string(coll_result_t result) {
       return "COLL_INTERNAL_ERROR: internal error in coll";
     case COLL_IN_PROGRESS:
       return "COLL_IN_PROGRESS: the operation is still running";
+    case COLL_REVOKED:
+      return "COLL_REVOKED: a rank revoked the communicator; shrink it";
     default:
       break;
   }

@@ -298,6 +298,11 @@ std::string describe(const transport::Mismatch& m) {
 }  // namespace
 
 void Communicator::check_usable() {
+  if (revoked()) {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    fail(Code::kRevoked, "rank ", rank_, ": the communicator was revoked (",
+         revoked_ ? str_cat("by this rank: coll_comm_revoke") : failed_, "); shrink it (coll_comm_shrink)");
+  }
   if (aborted_) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
   // A failed operation may leave receives posted and messages in flight, and
   // the peers' counts of messages no longer match ours: nothing after it
@@ -318,6 +323,8 @@ Error Communicator::operation_failed(const Error& e, const char* what, OpRecord&
                     ? Error(Code::kInvalidUsage,
                             str_cat("rank ", rank_, ": ", where, ": rank ", mismatch->peer,
                                     " called a different operation: ", describe(*mismatch), " (", e.what(), ")"))
+                : e.code() == Code::kTimeout && revoked_
+                    ? Error(Code::kRevoked, str_cat("rank ", rank_, ": ", where, " was revoked (coll_comm_revoke)"))
                 : e.code() == Code::kTimeout && aborted_
                     ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
                 : std::string(e.what()).find(where) == std::string::npos
@@ -451,10 +458,25 @@ void Communicator::abort() {
   close_if_idle();
 }
 
+void Communicator::revoke() {
+  revoked_ = true;  // before aborted_: the operation it cancels must read it
+  aborted_ = true;
+  recorder_->dump("coll_comm_revoke");
+  close_if_idle();
+}
+
+bool Communicator::revoked() const {
+  if (revoked_) return true;
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_code_ == COLL_REVOKED;
+}
+
 void Communicator::close_if_idle() {
   if (running_.load() || closed_.exchange(true)) return;
-  // Peers learn why: our abort (a remote error for them), or our failure.
+  // Peers learn why: our revoke or abort (a remote error for them), or our
+  // failure (a revocation learnt is passed on as one).
   Error why(Code::kRemote, str_cat("rank ", rank_, ": the communicator was aborted (coll_comm_abort)"));
+  if (revoked_) why = Error(Code::kRevoked, str_cat("rank ", rank_, " revoked the communicator (coll_comm_revoke)"));
   {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     if (!failed_.empty() && !aborted_) why = Error(static_cast<Code>(failure_code_), failed_);

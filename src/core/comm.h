@@ -113,6 +113,12 @@ class Communicator final : private FastPathHost {
   // us fail fast, and refuses later calls.
   void abort();
   bool aborted() const { return aborted_; }
+  // From any thread: as abort(), but every rank learns that the
+  // communicator is revoked (COLL_REVOKED), here and on the peers, which
+  // pass it on as their own operations fail (coll_comm_revoke).
+  void revoke();
+  // Revoked here or by a peer: every later call is COLL_REVOKED.
+  bool revoked() const;
 
   // The first failure of any operation, blocking or not, as a code and a
   // message; COLL_SUCCESS while there was none. Any thread.
@@ -242,6 +248,7 @@ class Communicator final : private FastPathHost {
   uint64_t seq_ = 0;
   int splits_ = 0;
   std::atomic<bool> aborted_{false};  // also cancels the deadline of the operation in progress
+  std::atomic<bool> revoked_{false};  // by this rank (aborted_ too)
   std::atomic<bool> running_{false};  // an operation is using the transport: abort must not close it
   std::atomic<bool> closed_{false};
   mutable std::mutex failure_mutex_;

@@ -25,7 +25,10 @@ void check_remote_range(const Capabilities& caps, int self, int peer, bool put, 
 }
 
 void fail_with_notice(int self, const std::string& peer, int code, const std::string& reason) {
-  const Code here = code == static_cast<int>(Code::kInvalidUsage) ? Code::kInvalidUsage : Code::kRemote;
+  // Ranks that disagree, and a revoked communicator, stay so on every rank.
+  const Code here = code == static_cast<int>(Code::kInvalidUsage) ? Code::kInvalidUsage
+                    : code == static_cast<int>(Code::kRevoked)    ? Code::kRevoked
+                                                                  : Code::kRemote;
   fail(here, "rank ", self, ": ", peer, " gave up: ", reason.substr(0, kMaxNoticeBytes));
 }
 

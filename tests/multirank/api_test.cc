@@ -30,7 +30,7 @@ TEST(Api, VersionAndErrorStrings) {
   EXPECT_EQ(coll_get_version(&version), COLL_SUCCESS);
   EXPECT_EQ(version, COLL_VERSION_CODE);
   EXPECT_EQ(coll_get_version(nullptr), COLL_INVALID_ARGUMENT);
-  for (int r = COLL_SUCCESS; r <= COLL_IN_PROGRESS; ++r)
+  for (int r = COLL_SUCCESS; r <= COLL_REVOKED; ++r)
     EXPECT_NE(std::string(coll_get_error_string(static_cast<coll_result_t>(r))).find("COLL_"), std::string::npos);
   EXPECT_STREQ(coll_get_error_string(static_cast<coll_result_t>(99)), "unknown coll_result_t");
 }

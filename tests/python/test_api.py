@@ -61,6 +61,19 @@ def test_a_dead_rank_is_a_remote_error_naming_it(ranks):
     ranks(2, body, env={"COLL_TIMEOUT_MS": "10000"})
 
 
+def test_a_revoked_communicator_raises_revoked_everywhere(ranks):
+    def body(comm):
+        if comm.rank == 0:
+            time.sleep(0.3)
+            comm.revoke()
+        t = time.monotonic()
+        with pytest.raises(coll.Revoked, match="revoked") as got:
+            comm.allreduce(np.zeros(1 << 16, np.float32))
+        assert got.value.code == 8 and time.monotonic() - t < 10
+
+    ranks(3, body, env={"COLL_TIMEOUT_MS": "60000"})
+
+
 def test_a_silent_rank_is_a_timeout(ranks):
     def body(comm):
         if comm.rank == 1:
