@@ -79,25 +79,28 @@ stacks() {
   done
 }
 step() {  # step NAME SECONDS CMD...: runs CMD with a limit, its output to logs/NAME.log
-  local name=$1 limit=$2 t0=$SECONDS dumped=
+  local name=$1 limit=$2 t0=$SECONDS stuck=
   shift 2
-  [ "$limit" -gt "$(($(left) - 15))" ] && limit=$(($(left) - 15))
+  # Room after the limit for the stacks (two ranks, 10 s each) and the kill.
+  [ "$limit" -gt "$(($(left) - 40))" ] && limit=$(($(left) - 40))
   if [ "$limit" -lt 5 ]; then
     echo "| $name | skipped: out of time | 0 s |" >> "$out/steps.md"
     failed+=("$name")
     return 1
   fi
-  timeout -k 5 "$limit" "$@" > "$out/logs/$name.log" 2>&1 &
+  timeout -k 5 $((limit + 30)) "$@" > "$out/logs/$name.log" 2>&1 &
   local pid=$!
   while kill -0 $pid 2>/dev/null; do
-    if [ -z "$dumped" ] && [ $((SECONDS - t0)) -ge $((limit - 22)) ] && [ "$limit" -ge 30 ]; then
-      dumped=1
-      stacks $pid $t0 > "$out/logs/$name.stacks" 2>&1  # not into the log: its writer would overwrite them
+    if [ -z "$stuck" ] && [ $((SECONDS - t0)) -ge "$limit" ]; then
+      stuck=1  # at its limit: its stacks (not into the log: its writer would overwrite them), then the kill
+      stacks $pid $t0 > "$out/logs/$name.stacks" 2>&1
+      kill $pid 2>/dev/null
     fi
     sleep 0.2
   done
   wait $pid
   local rc=$?
+  [ -n "$stuck" ] && rc=124
   echo "| $name | $rc | $((SECONDS - t0)) s |" >> "$out/steps.md"
   [ $rc -eq 0 ] || failed+=("$name")
   return $rc

@@ -298,12 +298,15 @@ std::string describe(const transport::Mismatch& m) {
 }  // namespace
 
 void Communicator::check_usable() {
+  // aborted_ read first: revoke() sets revoked_ before it, so an abort
+  // that a revoke caused is seen as the revoke.
+  const bool aborted = aborted_;
   if (revoked()) {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     fail(Code::kRevoked, "rank ", rank_, ": the communicator was revoked (",
          revoked_ ? str_cat("by this rank: coll_comm_revoke") : failed_, "); shrink it (coll_comm_shrink)");
   }
-  if (aborted_) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
+  if (aborted) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
   // A failed operation may leave receives posted and messages in flight, and
   // the peers' counts of messages no longer match ours: nothing after it
   // could be trusted.
@@ -319,17 +322,17 @@ void Communicator::check_usable() {
 Error Communicator::operation_failed(const Error& e, const char* what, OpRecord& record) {
   const std::string where = str_cat(what, " #", seq_);
   const auto* mismatch = dynamic_cast<const transport::Mismatch*>(&e);
-  Error error = mismatch != nullptr
-                    ? Error(Code::kInvalidUsage,
-                            str_cat("rank ", rank_, ": ", where, ": rank ", mismatch->peer,
-                                    " called a different operation: ", describe(*mismatch), " (", e.what(), ")"))
-                : e.code() == Code::kTimeout && revoked_
-                    ? Error(Code::kRevoked, str_cat("rank ", rank_, ": ", where, " was revoked (coll_comm_revoke)"))
-                : e.code() == Code::kTimeout && aborted_
-                    ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
-                : std::string(e.what()).find(where) == std::string::npos
-                    ? Error(e.code(), str_cat(where, " (", FlightRecorder::algorithm(record), "): ", e.what()))
-                    : e;
+  Error error =
+      mismatch != nullptr ? Error(Code::kInvalidUsage,
+                                  str_cat("rank ", rank_, ": ", where, ": rank ", mismatch->peer,
+                                          " called a different operation: ", describe(*mismatch), " (", e.what(), ")"))
+      // Cancelled by this rank's revoke, whichever wait it ended.
+      : revoked_ ? Error(Code::kRevoked, str_cat("rank ", rank_, ": ", where, " was revoked (coll_comm_revoke)"))
+      : e.code() == Code::kTimeout && aborted_
+          ? Error(Code::kInvalidUsage, str_cat("rank ", rank_, ": ", where, " was aborted (coll_comm_abort)"))
+      : std::string(e.what()).find(where) == std::string::npos
+          ? Error(e.code(), str_cat(where, " (", FlightRecorder::algorithm(record), "): ", e.what()))
+          : e;
   recorder_->end(record, error.what());
   if (!aborted_) failed(error);  // an abort is the caller's doing, not an error found in the background
   recorder_->dump(error.code() == Code::kTimeout ? "timeout" : "error");
@@ -467,6 +470,7 @@ void Communicator::revoke() {
 
 bool Communicator::revoked() const {
   if (revoked_) return true;
+  if (!has_failed_.load(std::memory_order_acquire)) return false;
   std::lock_guard<std::mutex> lock(failure_mutex_);
   return failure_code_ == COLL_REVOKED;
 }

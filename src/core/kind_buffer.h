@@ -19,6 +19,7 @@ class KindBuffer {
     std::swap(data_, other.data_);
     std::swap(bytes_, other.bytes_);
     std::swap(backend_, other.backend_);
+    std::swap(stream_, other.stream_);
     return *this;
   }
   ~KindBuffer() { reset(nullptr); }
@@ -29,10 +30,13 @@ class KindBuffer {
   std::byte* get(MemoryKind kind, size_t need, size_t grow_to, const void* near, void* stream) {
     const reduce::Backend& b = reduce::backend_for(kind);
     if (data_ != nullptr && &b == backend_ && need <= bytes_) return data_;
-    reset(stream);
+    // Released in the order of the stream it was allocated on, also when a
+    // job of another kind (a host one: no stream) takes its place.
+    reset(&b == backend_ ? stream : stream_);
     data_ = static_cast<std::byte*>(b.allocate(grow_to < need ? need : grow_to, near, stream));
     bytes_ = grow_to < need ? need : grow_to;
     backend_ = &b;
+    stream_ = stream;
     return data_;
   }
   std::byte* data() const { return data_; }
@@ -47,6 +51,7 @@ class KindBuffer {
   std::byte* data_ = nullptr;
   size_t bytes_ = 0;
   const reduce::Backend* backend_ = nullptr;
+  void* stream_ = nullptr;  // the one it was allocated on
 };
 
 }  // namespace coll

@@ -1,5 +1,6 @@
 // coll_comm_revoke with real processes, over shm and tcp: ranks blocked on
-// a revoked communicator, and ranks idle when it was revoked, all return
+// a revoked communicator, ranks idle when it was revoked, and the revoking
+// rank's own operation in progress (revoked from another thread), all return
 // COLL_REVOKED long before their timeout, every later call is COLL_REVOKED,
 // and the communicator can still be shrunk into a working one.
 #include "support/handshake.h"
@@ -100,6 +101,40 @@ TEST_P(Revoke, RanksIdleWhenItWasRevokedLearnAtTheirNextCall) {
           const auto start = Clock::now();
           EXPECT_EQ(coll_allreduce(&x, &x, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_REVOKED) << last_error(comm);
           EXPECT_LT(ms_since(start), kFastMs) << last_error(comm);
+        }
+        later_calls_are_revoked_and_shrink_works(comm, rank);
+      },
+      options_for(GetParam()), Destroy::kAnyResult);
+}
+
+// Rank 0 waits alone in an allreduce (the others wait on a handshake) and
+// another of its threads revokes: that allreduce ends with COLL_REVOKED,
+// not as an abort, and the others' next call is COLL_REVOKED.
+TEST_P(Revoke, TheRevokingRanksOwnOperationEndsRevoked) {
+  Handshake ended;
+  run_ranks_with_comm(
+      kRanks,
+      [&ended](coll_comm_t comm, int rank, int) {
+        float x = 1;
+        ASSERT_EQ(coll_allreduce(&x, &x, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+        if (rank == 0) {
+          std::thread revoker([comm] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            EXPECT_EQ(coll_comm_revoke(comm), COLL_SUCCESS);
+          });
+          const auto start = Clock::now();
+          EXPECT_EQ(coll_allreduce(&x, &x, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_REVOKED) << last_error(comm);
+          revoker.join();
+          EXPECT_LT(ms_since(start), 300 + kFastMs);
+          EXPECT_NE(last_error(comm).find("was revoked"), std::string::npos) << last_error(comm);
+          ended.arrive();
+        } else {
+          ASSERT_TRUE(ended.wait_for(1)) << "rank 0's allreduce never ended";
+          // What rank 0 sent before it revoked may still complete the first.
+          coll_result_t r = COLL_SUCCESS;
+          for (int i = 0; i < 3 && r == COLL_SUCCESS; ++i)
+            r = coll_allreduce(&x, &x, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr);
+          EXPECT_EQ(r, COLL_REVOKED) << last_error(comm);
         }
         later_calls_are_revoked_and_shrink_works(comm, rank);
       },

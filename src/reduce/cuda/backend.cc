@@ -79,14 +79,19 @@ void* allocate(size_t bytes, const void* near, void*) {
 
 // Errors ignored: on the way out, maybe of an error.
 void release(void* p, void* stream) {
-  std::lock_guard<std::mutex> lock(retired_mutex);
-  if (stream != nullptr) {
-    retired.push_back(p);
-    return;
+  std::vector<void*> now{p};
+  {
+    std::lock_guard<std::mutex> lock(retired_mutex);
+    if (stream != nullptr) {
+      retired.push_back(p);
+      return;
+    }
+    now.insert(now.end(), retired.begin(), retired.end());
+    retired.clear();
   }
-  cudaFree(p);  // the communicator's end: no operation holds a stream then
-  for (void* r : retired) cudaFree(r);
-  retired.clear();
+  // Outside the lock: cudaFree waits for the device, and another
+  // communicator's worker may need the lock to finish what it waits for.
+  for (void* r : now) cudaFree(r);  // a communicator's end: none of its operations holds a stream
 }
 
 void wait(void* stream) {
