@@ -33,11 +33,7 @@ void record(coll_comm_t comm, const std::string& message) {
 
 Communicator& usable(coll_comm_t comm) {
   if (comm->impl == nullptr) fail(Code::kInvalidUsage, "comm: the communicator was not initialised");
-  const bool aborted = comm->impl->aborted();  // first: a revoke sets revoked before aborted
-  if (comm->impl->revoked())
-    fail(Code::kRevoked, "comm: rank ", comm->impl->rank(),
-         ": the communicator was revoked (coll_comm_revoke); shrink it (coll_comm_shrink)");
-  if (aborted) fail(Code::kInvalidUsage, "comm: rank ", comm->impl->rank(), ": the communicator was aborted");
+  comm->impl->check_not_stopped();
   return *comm->impl;
 }
 

@@ -297,7 +297,7 @@ std::string describe(const transport::Mismatch& m) {
 
 }  // namespace
 
-void Communicator::check_usable() {
+void Communicator::check_not_stopped() const {
   // aborted_ read first: revoke() sets revoked_ before it, so an abort
   // that a revoke caused is seen as the revoke.
   const bool aborted = aborted_;
@@ -307,6 +307,10 @@ void Communicator::check_usable() {
          revoked_ ? str_cat("by this rank: coll_comm_revoke") : failed_, "); shrink it (coll_comm_shrink)");
   }
   if (aborted) fail(Code::kInvalidUsage, "rank ", rank_, ": the communicator was aborted");
+}
+
+void Communicator::check_usable() {
+  check_not_stopped();
   // A failed operation may leave receives posted and messages in flight, and
   // the peers' counts of messages no longer match ours: nothing after it
   // could be trusted.

@@ -119,6 +119,8 @@ class Communicator final : private FastPathHost {
   void revoke();
   // Revoked here or by a peer: every later call is COLL_REVOKED.
   bool revoked() const;
+  // Throws COLL_REVOKED once revoked, else COLL_INVALID_USAGE once aborted.
+  void check_not_stopped() const;
 
   // The first failure of any operation, blocking or not, as a code and a
   // message; COLL_SUCCESS while there was none. Any thread.
