@@ -20,8 +20,8 @@
  *   COLL_SYSTEM_ERROR, COLL_REMOTE_ERROR, COLL_TIMEOUT, COLL_INTERNAL_ERROR:
  *                          not usable: call coll_comm_abort() or
  *                          coll_comm_destroy() and build a new communicator.
- *   COLL_REVOKED           not usable but for coll_comm_shrink, on every rank
- *                          (coll_comm_revoke).
+ *   COLL_REVOKED           not usable but for coll_comm_agree and
+ *                          coll_comm_shrink, on every rank (coll_comm_revoke).
  *
  * Licensed under the Apache License, Version 2.0.
  */
@@ -303,6 +303,20 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, col
  * A rank whose communicator already hosted a shrink cannot host another:
  * COLL_INVALID_USAGE. The old communicator must still be destroyed. */
 COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm);
+
+/* As ULFM's MPI_Comm_agree: every live rank calls it, also on a
+ * communicator whose operations failed, that was aborted or revoked, and
+ * every rank that returns COLL_SUCCESS gets in *flag the same bitwise AND
+ * of the flags of the ranks that took part, even if ranks die during the
+ * call. gone_ranks (room for the communicator's size; may be NULL, with
+ * ngone NULL too) gets, in order, the ranks gone: found gone (about 100 ms
+ * after a process dies) or not arrived within the timeout; *ngone their
+ * number. The same list on every rank. A rank that arrives after the
+ * decision still gets it, and finds itself among the gone. If the ranks'
+ * host dies and the next one cannot be sure of what the dead host decided,
+ * every rank there fails with COLL_REMOTE_ERROR rather than any deciding
+ * anew. Every rank must call it as many times as the others. */
+COLL_API coll_result_t coll_comm_agree(coll_comm_t comm, int* flag, int* gone_ranks, int* ngone);
 
 /* ---------------------------------------------------------------------------
  * Non-blocking forms: same arguments, plus *request, which the call fills.

@@ -15,6 +15,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace coll {
 
@@ -219,6 +220,15 @@ class Communicator {
   // Stops every pending operation; the object still owns (and destroys) the handle.
   void abort() { check(coll_comm_abort(comm_), comm_); }
   void revoke() { check(coll_comm_revoke(comm_), comm_); }
+  // The same bitwise AND of the live ranks' flags on every rank (see
+  // coll_comm_agree); `gone`, when given, gets the ranks gone.
+  int agree(int flag, std::vector<int>* gone = nullptr) {
+    std::vector<int> ranks(static_cast<size_t>(size()));
+    int n = 0;
+    check(coll_comm_agree(comm_, &flag, ranks.data(), &n), comm_);
+    if (gone != nullptr) gone->assign(ranks.begin(), ranks.begin() + n);
+    return flag;
+  }
 
   coll_comm_t get() const { return comm_; }
 

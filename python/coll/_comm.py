@@ -204,6 +204,16 @@ class Communicator:
         _check(lib.coll_comm_shrink(self._handle, ranks, len(exclude), ctypes.byref(handle)), self._handle)
         return Communicator._adopt(handle)
 
+    def agree(self, flag):
+        """As ULFM's MPI_Comm_agree: every live rank calls it, also after a
+        failure; returns (the bitwise AND of the flags of the ranks that
+        took part, the list of ranks gone), the same on every rank."""
+        flag_in = ctypes.c_int(int(flag))
+        gone = (ctypes.c_int * self.size)()
+        ngone = ctypes.c_int()
+        _check(lib.coll_comm_agree(self._handle, ctypes.byref(flag_in), gone, ctypes.byref(ngone)), self._handle)
+        return flag_in.value, list(gone[:ngone.value])
+
     def async_error(self):
         """The failure found in the background (a coll.Error), or None."""
         out = ctypes.c_int()

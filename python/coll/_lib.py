@@ -63,6 +63,7 @@ _decl = {
     "coll_comm_destroy": [_comm],
     "coll_comm_abort": [_comm],
     "coll_comm_revoke": [_comm],
+    "coll_comm_agree": [_comm, _c.POINTER(_int), _c.POINTER(_int), _c.POINTER(_int)],
     "coll_comm_get_async_error": [_comm, _c.POINTER(_int)],
     "coll_comm_rank": [_comm, _c.POINTER(_int)],
     "coll_comm_size": [_comm, _c.POINTER(_int)],

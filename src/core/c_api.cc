@@ -189,6 +189,23 @@ coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n
   });
 }
 
+coll_result_t coll_comm_agree(coll_comm_t comm, int* flag, int* gone_ranks, int* ngone) {
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_agree")) return bad;
+  return guarded(comm, [&] {
+    if (flag == nullptr) fail(Code::kInvalidArgument, "comm_agree: flag is a null pointer");
+    if ((gone_ranks == nullptr) != (ngone == nullptr))
+      fail(Code::kInvalidArgument, "comm_agree: gone_ranks and ngone must both be given or both be null");
+    if (comm->impl == nullptr) fail(Code::kInvalidUsage, "comm_agree: the communicator was not initialised");
+    coll::capi::BusyGuard busy(comm);  // failed, aborted or revoked is fine: that is what agree is for
+    std::vector<int> gone;
+    *flag = comm->impl->agree(*flag, &gone);
+    if (ngone != nullptr) {
+      std::copy(gone.begin(), gone.end(), gone_ranks);
+      *ngone = static_cast<int>(gone.size());
+    }
+  });
+}
+
 coll_result_t coll_comm_destroy(coll_comm_t comm) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_destroy")) return bad;
   comm->state.store(coll_comm::kDestroyed, std::memory_order_release);

@@ -108,6 +108,13 @@ class Communicator final : private FastPathHost {
   // within the timeout (shrink.cc).
   std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude);
 
+  // Collective over the live ranks, and usable on a communicator whose
+  // operations failed, aborted or revoked: as ULFM's MPI_Comm_agree, every
+  // rank that returns gets the same bitwise AND of the flags of the ranks
+  // that took part, even if ranks die during the call, and the same list of
+  // ranks gone, in order (agree.cc).
+  int agree(int flag, std::vector<int>* gone);
+
   // From any thread: ends the operation in progress (within
   // Deadline::kCancelCheckMs), closes connections so that peers blocked on
   // us fail fast, and refuses later calls.
@@ -194,11 +201,11 @@ class Communicator final : private FastPathHost {
   void failed(const Error& e);
   void close_if_idle();
   void place_this_rank();
-  // shrink.cc: whether rank r's standby socket refuses connections (it is
-  // gone; logged), the meeting at the host's, and the host's decision on
-  // who is in.
+  // meeting.cc: whether rank r's standby socket refuses connections (it is
+  // gone; logged); where and under which secret `host` serves meetings.
   bool standby_gone(int r) const;
   bool host_gone(int host) const;  // looks again for a second: a dying host closes its listener last
+  bootstrap::UniqueId standby_id(int host) const;
   // `arrived`: set once the host recorded this rank's arrival. A host that
   // is a `replacement` (one this rank had arrived at died) forms no
   // communicator without every rank not found gone (see shrink.cc).
@@ -207,11 +214,25 @@ class Communicator final : private FastPathHost {
     bool replacement = false;
     bool arrived = false;
   };
-  std::string meet(const bootstrap::UniqueId& id, Meeting& meeting, const std::vector<int>& mine,
-                   std::vector<bool>& out, const Deadline& deadline);
+  std::string meet(Meeting& meeting, const std::vector<int>& mine, std::vector<bool>& out, const Deadline& deadline);
   std::string decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
                              const Deadline& deadline);
   std::unique_ptr<Communicator> join_members(const bootstrap::UniqueId& id, const std::string& members);
+  // meeting.cc: this rank's arrival at the host's store (served from here
+  // when we are the host), under keys that begin with `keys`, with its
+  // exclusions and what it `brought`; and the host's gathering of the
+  // arrivals: what each rank brought, nullopt for those that did not come.
+  std::unique_ptr<bootstrap::StoreClient> arrive(Meeting& meeting, const std::string& keys,
+                                                 const std::vector<int>& mine, const std::string& brought,
+                                                 const Deadline& deadline);
+  std::vector<std::optional<std::string>> gather(bootstrap::StoreClient& store, const std::string& keys,
+                                                 bool& replacement, std::vector<bool>& out, const Deadline& deadline);
+  // agree.cc: one meeting of an agreement, and the host's decision.
+  std::string agree_at(Meeting& meeting, const std::string& keys, int flag, const std::vector<int>& mine,
+                       std::vector<bool>& out, std::string& carried);
+  std::string decide_agreement(bootstrap::StoreClient& store, const std::string& keys, int flag, bool replacement,
+                               std::vector<bool>& out, std::vector<bool>& came);
+  void keep_decision(const std::string& keys, const std::string& decision);
 
   int rank_;
   int nranks_;
@@ -234,7 +255,8 @@ class Communicator final : private FastPathHost {
   net::Fd standby_;
   net::SockAddr standby_bound_;
   std::vector<std::string> standby_addresses_;
-  int shrinks_ = 0;
+  bool hosted_shrink_ = false;           // a host serves one shrink: the members' new communicator meets there
+  int agreements_ = 0;                   // keeps each agreement's keys apart at its host
   std::vector<std::vector<int>> nodes_;  // the ranks of each node
   std::vector<int> ring_order_;          // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
   std::vector<int> spread_order_;        // ranks taking turns between nodes; empty: launcher order

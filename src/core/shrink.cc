@@ -31,15 +31,9 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bootstrap/store_client.h"
-#include "bootstrap/store_protocol.h"
-#include "bootstrap/store_server.h"
 #include "core/comm.h"
+#include "core/meeting.h"
 #include "core/test_hooks.h"
-
-#include <chrono>
-#include <cstring>
-#include <sstream>
-#include <thread>
 
 namespace coll {
 
@@ -48,53 +42,9 @@ void (*test_hooks::shrink_reading_members)() = nullptr;
 
 namespace {
 
-constexpr int kProbeWaitMs = 200;  // a listener on a host that answers replies well within this
-constexpr auto kProbeEvery = std::chrono::milliseconds(100);
-constexpr auto kLookEvery = std::chrono::milliseconds(5);
-constexpr char kLostHost[] = "lost;";  // opens a guest's exclusions when a host it had met at died
-constexpr char kNoMembers = '!';       // opens the host's "members" when it formed no communicator: the reason follows
-
-std::string join(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += str_cat(out.empty() ? "" : ",", r);
-  return out;
-}
-
-// Whether the listener at `address` refuses a connection (see standby_gone).
-bool refuses(const std::string& address) {
-  return net::refuses_connections(net::SockAddr::parse(address, "standby address"), kProbeWaitMs);
-}
-
-std::vector<int> parse_ranks(const std::string& text, int nranks) {
-  std::vector<int> out;
-  std::stringstream list(text);
-  for (std::string x; std::getline(list, x, ',');) {
-    if (x.empty()) continue;
-    const int r = std::stoi(x);
-    if (r >= 0 && r < nranks) out.push_back(r);
-  }
-  return out;
-}
+constexpr char kNoMembers = '!';  // opens the host's "members" when it formed no communicator: the reason follows
 
 }  // namespace
-
-bool Communicator::standby_gone(int r) const {
-  const bool gone = refuses(standby_addresses_[static_cast<size_t>(r)]);
-  if (gone)
-    log::warn(log::kInit, "comm_shrink: rank ", r, " is gone (its standby socket refuses connections): left out");
-  return gone;
-}
-
-// After an error from the host's store. A process being torn down closes
-// its connections before its listener, so a host that is dying may still
-// accept the first look: look again for a second.
-bool Communicator::host_gone(int host) const {
-  for (int look = 0; look < 10; ++look) {
-    if (standby_gone(host)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
 
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude) {
   std::vector<bool> out(static_cast<size_t>(nranks_), false);
@@ -107,9 +57,6 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
            ": a rank cannot exclude itself (the excluded ranks do not call coll_comm_shrink)");
     out[static_cast<size_t>(r)] = true;
   }
-  // Each host's meeting is a job of its own (its secret, its segments), so
-  // that one which a dead host left half made never meets the next.
-  const std::string base = str_cat(auth::to_hex(id_.secret), "/", prefix_, "shrink", shrinks_++);
   // The host is the lowest rank neither out nor found gone; the ones found
   // gone on the way join our exclusions. A host can still die while we
   // meet on its socket (a process being torn down answers the probe until
@@ -121,13 +68,13 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   for (int host = 0;; ++host) {
     if (out[static_cast<size_t>(host)]) continue;
     if (host == rank_ || !standby_gone(host)) {
-      bootstrap::UniqueId id;
-      id.secret = auth::secret_from_text(str_cat(base, "/host", host));
-      id.store_address = standby_addresses_[static_cast<size_t>(host)];
+      // Each host's meeting is a job of its own (its secret, its segments),
+      // so that one which a dead host left half made never meets the next.
+      const bootstrap::UniqueId id = standby_id(host);
       Meeting meeting{host, lost_a_host};
       std::string members;
       try {
-        members = meet(id, meeting, mine, out, Deadline::after_ms(timeout_ms_));
+        members = meet(meeting, mine, out, Deadline::after_ms(timeout_ms_));
         if (members.empty() || members[0] != kNoMembers) return join_members(id, members);
       } catch (const Error& e) {
         if (host == rank_ || e.code() != Code::kRemote || !host_gone(host)) throw;
@@ -149,7 +96,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
 // meet at the next host), rather than on those it had not answered yet only.
 std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::UniqueId& id, const std::string& members) {
   int new_rank = -1, new_size = 0;
-  for (int r : parse_ranks(members, nranks_)) {
+  for (int r : meeting::parse_ranks(members, nranks_)) {
     if (r == rank_) new_rank = new_size;
     ++new_size;
   }
@@ -164,29 +111,20 @@ std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::Unique
   return joined;
 }
 
-// Meets the other survivors at the host's store (started here when we are
+// Meets the other survivors at the host's store (served here when we are
 // the host) and returns the members the host decided on.
-std::string Communicator::meet(const bootstrap::UniqueId& id, Meeting& meeting, const std::vector<int>& mine,
-                               std::vector<bool>& out, const Deadline& deadline) {
+std::string Communicator::meet(Meeting& meeting, const std::vector<int>& mine, std::vector<bool>& out,
+                               const Deadline& deadline) {
   const int host = meeting.host;
   if (host == rank_) {
-    if (!standby_.valid())
-      fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
-    bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
+    if (hosted_shrink_) fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
+    hosted_shrink_ = true;
   }
-  // Every standby socket listens from init: a refusal means the host is
-  // gone, whether it comes at once or while we wait for the host to serve.
-  const std::string& address = id.store_address;
-  bootstrap::StoreClient store(
-      id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail,
-      host == rank_ ? std::function<bool()>() : [&address] { return refuses(address); });
-  store.set(str_cat("in/", rank_), str_cat(meeting.replacement ? kLostHost : "", join(mine)), deadline);
-  store.add(str_cat("arrived/", rank_), 1, deadline);
-  meeting.arrived = true;
-  if (host == rank_) return decide_members(store, meeting.replacement, out, deadline);
+  auto store = arrive(meeting, "", mine, "", deadline);
+  if (host == rank_) return decide_members(*store, meeting.replacement, out, deadline);
   if (test_hooks::shrink_reading_members != nullptr) test_hooks::shrink_reading_members();
-  return store.get("members", Deadline::after_ms(2 * timeout_ms_ + 1000),
-                   str_cat("rank ", host, " (the lowest survivor) to say who is in"));
+  return store->get("members", Deadline::after_ms(2 * timeout_ms_ + 1000),
+                    str_cat("rank ", host, " (the lowest survivor) to say who is in"));
 }
 
 // The host's part. It waits for every rank not yet out, looking at the
@@ -197,38 +135,14 @@ std::string Communicator::meet(const bootstrap::UniqueId& id, Meeting& meeting, 
 std::string Communicator::decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
                                          const Deadline& deadline) {
   const size_t n = static_cast<size_t>(nranks_);
-  std::vector<bool> arrived(n, false);
-  auto next_probe = std::chrono::steady_clock::now() + kProbeEvery;
-  for (;;) {
-    for (size_t r = 0; r < n; ++r) {
-      if (out[r] || arrived[r]) continue;
-      if (store.add(str_cat("arrived/", r), 0, Deadline::after_ms(timeout_ms_)) == 0) continue;
-      arrived[r] = true;
-      // Its exclusions count at once: a rank it names is not waited for.
-      std::string theirs = store.get(str_cat("in/", r), Deadline::after_ms(timeout_ms_), "");
-      if (theirs.rfind(kLostHost, 0) == 0) {  // it too had met at a host that died: we replace it
-        replacement = true;
-        theirs.erase(0, std::strlen(kLostHost));
-      }
-      for (int x : parse_ranks(theirs, nranks_)) out[static_cast<size_t>(x)] = true;
-    }
-    bool waiting = false;
-    for (size_t r = 0; r < n; ++r) waiting = waiting || (!out[r] && !arrived[r]);
-    if (!waiting || deadline.expired()) break;
-    if (std::chrono::steady_clock::now() >= next_probe) {
-      for (size_t r = 0; r < n; ++r)
-        if (!out[r] && !arrived[r] && standby_gone(static_cast<int>(r))) out[r] = true;
-      next_probe = std::chrono::steady_clock::now() + kProbeEvery;
-    }
-    std::this_thread::sleep_for(kLookEvery);
-  }
+  const auto arrived = gather(store, "", replacement, out, deadline);
   std::vector<int> missing;
   for (size_t r = 0; r < n; ++r)
     if (!out[r] && !arrived[r]) missing.push_back(static_cast<int>(r));
   if (replacement && !missing.empty()) {
     const std::string why =
-        str_cat("rank ", rank_, " hosted after a host that survivors had met at died, and rank(s) ", join(missing),
-                ", not found gone, did not arrive within ", timeout_ms_,
+        str_cat("rank ", rank_, " hosted after a host that survivors had met at died, and rank(s) ",
+                meeting::join(missing), ", not found gone, did not arrive within ", timeout_ms_,
                 " ms: they may have read the dead host's decision and gone on without us, so no communicator is "
                 "formed (destroy this one; a job that must go on starts anew)");
     store.set("members", str_cat(kNoMembers, why), Deadline::after_ms(timeout_ms_));
@@ -239,7 +153,7 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, bool rep
   std::vector<int> members;
   for (size_t r = 0; r < n; ++r)
     if (arrived[r] && !out[r]) members.push_back(static_cast<int>(r));
-  const std::string text = join(members);
+  const std::string text = meeting::join(members);
   store.set("members", text, Deadline::after_ms(timeout_ms_));
   if (test_hooks::shrink_decided != nullptr) test_hooks::shrink_decided();
   return text;

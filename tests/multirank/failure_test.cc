@@ -1,6 +1,7 @@
 // When things go wrong, with real processes: per-communicator timeouts,
 // abort from another thread, the asynchronous error, and what every rank
 // learns when one of them dies.
+#include "support/clock.h"
 #include "support/handshake.h"
 #include "support/multirank.h"
 
@@ -18,14 +19,6 @@
 
 namespace coll::testing {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string last_error(coll_comm_t comm) { return coll_get_last_error(comm); }
 
 TEST(Config, TheConfigTimeoutWinsOverTheEnvironment) {
   Handshake done;

@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 #define SKIP_WITHOUT_IB() \
   if (runnable({"ib"}).empty()) GTEST_SKIP() << "ib cannot run here: " << transport::find("ib").unavailable()
 
-#define SKIP_WITHOUT_LINK_CONTROL()                                                                                  \
+#define SKIP_WITHOUT_LINK_CONTROL()                                                                                \
   if (std::getenv("COLLTEST_LINK_CONTROL") == nullptr || std::string(std::getenv("COLLTEST_LINK_CONTROL")) != "1") \
   GTEST_SKIP() << "changes the node's links: only with COLLTEST_LINK_CONTROL=1 (tests/rxe sets it in its guests)"
 

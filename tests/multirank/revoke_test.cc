@@ -3,6 +3,7 @@
 // rank's own operation in progress (revoked from another thread), all return
 // COLL_REVOKED long before their timeout, every later call is COLL_REVOKED,
 // and the communicator can still be shrunk into a working one.
+#include "support/clock.h"
 #include "support/handshake.h"
 #include "support/multirank.h"
 
@@ -17,14 +18,6 @@
 
 namespace coll::testing {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string last_error(coll_comm_t comm) { return coll_get_last_error(comm); }
 
 constexpr int kRanks = 4;
 constexpr double kFastMs = 5000;  // the timeout is 60 s

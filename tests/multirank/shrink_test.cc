@@ -5,6 +5,7 @@
 // is never reset; exclusion lists that differ are united; bad arguments
 // are refused.
 #include "core/test_hooks.h"
+#include "support/clock.h"
 #include "support/handshake.h"
 #include "support/multirank.h"
 
@@ -24,8 +25,6 @@
 
 namespace coll::testing {
 namespace {
-
-std::string last_error(coll_comm_t comm) { return coll_get_last_error(comm); }
 
 // Sums (old rank + 1) over the communicator, exactly, in int64.
 int64_t sum_of_old_ranks(coll_comm_t comm, int old_rank) {

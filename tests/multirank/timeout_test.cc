@@ -2,6 +2,7 @@
 // non-blocking operations too, with real processes: rank 1 joins each
 // communicator and then leaves rank 0 waiting. And a slow reader is not a
 // dead one.
+#include "support/clock.h"
 #include "support/handshake.h"
 #include "support/multirank.h"
 
@@ -18,12 +19,6 @@
 
 namespace coll::testing {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 coll_comm_t init_with_timeout(int rank, int n, const coll_unique_id_t& id, int timeout_ms) {
   coll_config_t config = COLL_CONFIG_INIT;

@@ -74,6 +74,16 @@ def test_a_revoked_communicator_raises_revoked_everywhere(ranks):
     ranks(3, body, env={"COLL_TIMEOUT_MS": "60000"})
 
 
+def test_agree_gives_every_rank_the_and_and_the_ranks_gone(ranks):
+    def body(comm):
+        if comm.rank == 2:
+            os._exit(0)  # gone before the call: found, named, its flag not counted
+        flag, gone = comm.agree(0b111 ^ (1 << comm.rank))
+        assert (flag, gone) == (0b100, [2])
+
+    ranks(3, body, env={"COLL_TIMEOUT_MS": "20000"})
+
+
 def test_a_silent_rank_is_a_timeout(ranks):
     def body(comm):
         if comm.rank == 1:
