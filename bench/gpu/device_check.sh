@@ -73,7 +73,7 @@ stacks() {
     case $(cat "/proc/$p/comm" 2>/dev/null) in timeout|env|collrun|"") continue ;; esac
     [ -n "$(pgrep -P "$p")" ] && continue  # a launcher: its ranks follow
     echo "### still running at $((SECONDS - $2)) s: pid $p ($(cat "/proc/$p/comm")), its stacks:"
-    timeout 10 "$gdb" -batch -nx -p "$p" -ex 'thread apply all bt 14' 2>&1 | grep -E '^(#|Thread)' | head -90
+    timeout 10 "$gdb" -batch -nx -p "$p" -ex 'thread apply 1 bt 20' -ex 'thread apply all bt 14' 2>&1 | grep -E '^(#|Thread)' | head -130
     n=$((n + 1))
     [ $n -ge 2 ] && break
   done
@@ -126,12 +126,13 @@ nvlink=(env COLL_TRANSPORTS=nvlink,shm)
 # The target's size: 2 ranks at 256 MiB, by copy engine and by SM kernel.
 step allreduce_256M_2ranks_nvlink 30 "${nvlink[@]}" "$pack/collrun" -n 2 "$pack/coll_perf" -G 1 -b 256M -e 256M -n 20 -w 5 -c 0
 step allreduce_256M_2ranks_nvlinkkernel 30 "${nvlink[@]}" COLL_NVLINK_KERNEL_BYTES=1G "$pack/collrun" -n 2 "$pack/coll_perf" -G 1 -b 256M -e 256M -n 20 -w 5 -c 0
-# Stalls seen on 2026-12-04 (copies on coll's streams never finishing while
-# a caller's stream was held): the same run with every stream on one
-# hardware queue, and with 32 queues, tells whether queue sharing causes them.
+# One hardware queue stalled every held stream on 2026-12-04 (run 3): the
+# call now waits on the host there (COLL_DEVICE_HOST_SYNC auto), which this
+# checks; 32 queues, and the stream held (eager loading) for comparison.
 for q in 1 32; do
   step "allreduce_256M_2ranks_nvlink_queues$q" 30 "${nvlink[@]}" CUDA_DEVICE_MAX_CONNECTIONS=$q "$pack/collrun" -n 2 "$pack/coll_perf" -G 1 -b 256M -e 256M -n 20 -w 5 -c 0
 done
+step allreduce_256M_2ranks_nvlink_held 30 "${nvlink[@]}" CUDA_MODULE_LOADING=EAGER "$pack/collrun" -n 2 "$pack/coll_perf" -G 1 -b 256M -e 256M -n 20 -w 5 -c 0
 for n in 2 4 8; do
   step "allreduce_sweep_${n}ranks_nvlink" 50 "${nvlink[@]}" "$pack/collrun" -n $n "$pack/coll_perf" -G 1 -b 8 -e 1G -f 8 -n 5 -w 2 -c 0
 done
@@ -153,7 +154,7 @@ exact() {
 }
 shards=6
 for i in $(seq 0 $((shards - 1))); do
-  step "gpu_collectives_shard$i" 400 env GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$pack/device_collectives_test" --gtest_brief=1 &
+  step "gpu_collectives_shard$i" 400 env GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$pack/device_collectives_test" &
 done
 exact &
 wait

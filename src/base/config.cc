@@ -48,6 +48,10 @@ const std::vector<Setting>& settings() {
       {"COLL_NVLINK_KERNEL_BYTES", "int", "0", "bytes",
        "the nvlink transport copies messages of up to this size with a kernel on the GPU's cores, which reads or "
        "writes the peer's memory, and larger ones with the copy engine (0: always the copy engine)"},
+      {"COLL_DEVICE_HOST_SYNC", "int", "-1", "",
+       "1: a call on device buffers returns once its operation is done; 0: it returns at once, holding the caller's "
+       "stream until then (every kernel launched after it must be loaded already: CUDA_MODULE_LOADING=EAGER); "
+       "-1 (auto): 0 only under CUDA_MODULE_LOADING=EAGER with CUDA_DEVICE_MAX_CONNECTIONS unset or 8 and up"},
       {"COLL_SHM_SINGLE_COPY", "bool", "0", "",
        "shm: 1 lets receivers read messages of 256 KiB and more straight from the sender (process_vm_readv); "
        "off by default, as it measured 2x slower than the slots here"},

@@ -123,11 +123,12 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
     if (c.stages(op)) {
       // Device buffers: returns once enqueued on the stream (as NCCL's
       // calls); a later failure comes back by coll_comm_get_async_error.
-      // Host buffers staged for a test: blocking as ever.
+      // Host buffers staged for a test, and device buffers where the
+      // stream is not held (COLL_DEVICE_HOST_SYNC): blocking.
       auto done = c.run_staged(op);
       if (async) {
         *request = new coll_request{comm, done};
-      } else if (op.kind == MemoryKind::kHost) {
+      } else if (op.kind == MemoryKind::kHost || !c.holds_device_streams(op)) {
         if (coll_result_t result = done->wait(); result != COLL_SUCCESS)
           throw coll::Error(static_cast<Code>(result), done->message());
       }

@@ -96,6 +96,9 @@ class Communicator final : private FastPathHost {
   // Whether device buffers reach every peer by a transport that moves GPU
   // memory (nvlink), so that device operations need no staging.
   bool moves_device_directly();
+  // After run_staged(op): whether the call may return before the operation
+  // is done, its stream held (false: the caller's thread waits for it).
+  bool holds_device_streams(const OpRequest& op) const;
 
   // Collective: the ranks that pass the same color form a new communicator,
   // ordered by key then by rank here; color < 0 gives null.

@@ -48,6 +48,11 @@ void Communicator::on_stream(staging::Stager& st, const staging::Ticket& ticket,
   }
 }
 
+bool Communicator::holds_device_streams(const OpRequest& op) const {
+  const auto& stager = stagers_[op.kind == MemoryKind::kHost ? 0 : 1];
+  return stager != nullptr && stager->holds_streams();
+}
+
 bool Communicator::moves_device_directly() {
   if (direct_device_ < 0) {  // asked once: the addresses and transports do not change
     direct_device_ = 1;
@@ -60,7 +65,7 @@ bool Communicator::moves_device_directly() {
 std::shared_ptr<Completion> Communicator::run_staged(const OpRequest& op) {
   check_usable();
   auto& stager = stagers_[op.kind == MemoryKind::kHost ? 0 : 1];
-  if (!stager) stager = staging::make_stager(op.kind, staging_bytes_);
+  if (!stager) stager = staging::make_stager(op.kind, staging_bytes_, timeout_ms_);
   if (op.kind != MemoryKind::kHost && moves_device_directly()) return run_direct(op, *stager);
   staging::Stager* st = stager.get();
   const staging::Ticket ticket = st->enter(op.stream, op.send != nullptr ? op.send : op.recv);

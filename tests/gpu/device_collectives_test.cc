@@ -105,18 +105,25 @@ INSTANTIATE_TEST_SUITE_P(Gpu, DeviceCollectives, ::testing::ValuesIn(cases()), [
 // A slow kernel writes the input just before the call and a kernel reads
 // the output just after it, on the caller's stream, with no host
 // synchronisation between them: the allreduce must wait for the first and
-// the second must wait for the allreduce. Three rounds on one stream.
+// the second must wait for the allreduce. Three rounds on one stream, with
+// the call returning at once and holding the stream ("_held":
+// COLL_DEVICE_HOST_SYNC=0, the test's kernels loaded first) or returning
+// once done (the default under lazy module loading).
 class DeviceStream : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DeviceStream, OrderedBetweenKernelsOnTheCallersStream) {
   SKIP_WITHOUT_GPU();
-  RankOptions options{.limit_s = 300, .env = path_env(GetParam())};
+  const std::string param = GetParam();
+  const bool held = param.ends_with("_held");
+  RankOptions options{.limit_s = 300, .env = path_env(held ? param.substr(0, param.size() - 5) : param)};
+  options.env["COLL_DEVICE_HOST_SYNC"] = held ? "0" : "-1";
   run_ranks_with_comm(
       2,
       [&](coll_comm_t comm, int rank, int n) {
         ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
         cudaStream_t stream;
         ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+        ASSERT_EQ(load_stream_kernels(), cudaSuccess);
         const size_t count = 3 << 20;  // 12 MiB: three staging chunks
         float *x = nullptr, *seen = nullptr;
         ASSERT_EQ(cudaMalloc(&x, count * 4), cudaSuccess);
@@ -148,7 +155,9 @@ TEST_P(DeviceStream, OrderedBetweenKernelsOnTheCallersStream) {
       options);
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpu, DeviceStream, ::testing::Values("staged", "nvlink", "nvlinkkernel"),
+INSTANTIATE_TEST_SUITE_P(Gpu, DeviceStream,
+                         ::testing::Values("staged", "nvlink", "nvlinkkernel", "staged_held", "nvlink_held",
+                                           "nvlinkkernel_held"),
                          [](const auto& info) { return std::string(info.param); });
 
 // Bad input is refused at the call: mixed kinds, a stream with host buffers.

@@ -33,6 +33,12 @@ int launch_slow_fill(void* stream, float* x, size_t n, float value, long long sp
   return cudaGetLastError();
 }
 
+int load_stream_kernels() {
+  cudaFuncAttributes a{};
+  if (cudaError_t e = cudaFuncGetAttributes(&a, slow_fill); e != cudaSuccess) return e;
+  return cudaFuncGetAttributes(&a, copy_out);
+}
+
 int launch_copy_out(void* stream, float* dst, const float* src, size_t n) {
   copy_out<<<64, 256, 0, static_cast<cudaStream_t>(stream)>>>(dst, src, n);
   return cudaGetLastError();

@@ -9,5 +9,8 @@ namespace coll::testing {
 int launch_slow_fill(void* stream, float* x, size_t n, float value, long long spin_cycles);
 // dst[i] = src[i].
 int launch_copy_out(void* stream, float* dst, const float* src, size_t n);
+// Loads both kernels now: under lazy loading a kernel's first launch waits
+// for the context to go idle, which a stream held by coll is not.
+int load_stream_kernels();
 
 }  // namespace coll::testing

@@ -14,6 +14,17 @@
 // failure never hangs the stream: it is reported by
 // coll_comm_get_async_error. Numbers are written in the order taken (the
 // worker runs operations in order), so the counter only grows.
+//
+// The hold can stall the device for good. With one hardware queue
+// (CUDA_DEVICE_MAX_CONNECTIONS=1) every stream of the process shares it:
+// the hold's waits come first, coll's own copies queue behind them, and
+// the counter they would release is never written. And under lazy module
+// loading (CUDA's default) the first launch of a kernel waits for the
+// context to go idle, holding up coll's copies meanwhile: a framework that
+// launches a new kernel after a coll call stalls both. So unless loading is
+// eager and the queues are many (or COLL_DEVICE_HOST_SYNC=0), the stream is
+// not held: the caller's thread waits for the operation instead.
+#include "base/config.h"
 #include "base/error.h"
 #include "core/staging/gate.h"
 #include "core/staging/stager.h"
@@ -24,6 +35,10 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
 
 namespace coll::staging {
 namespace {
@@ -33,7 +48,7 @@ using WaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int
 
 class CudaStager final : public Stager {
  public:
-  explicit CudaStager(size_t bytes) : bytes_(bytes) {}
+  CudaStager(size_t bytes, int64_t timeout_ms) : bytes_(bytes), timeout_ms_(timeout_ms) {}
   ~CudaStager() override { release_all(); }
 
   Slots slots() override {
@@ -61,6 +76,10 @@ class CudaStager final : public Stager {
       cudaEventDestroy(ready);
       check(e, "cudaEventRecord on the caller's stream");
     }
+    if (host_sync_) {
+      t.on_host = true;
+      return t;
+    }
     // From here on the number is taken: the worker must release it.
     t.gate = ++issued_;
     hold(user, t.gate);
@@ -76,6 +95,7 @@ class CudaStager final : public Stager {
   }
 
   void* work_stream() override { return streams_[0]; }
+  bool holds_streams() const override { return !host_sync_; }
 
   void copy(int slot, bool in, const Copy2D& c) override {
     cudaStream_t s = streams_[in ? 0 : 1];
@@ -96,15 +116,35 @@ class CudaStager final : public Stager {
     check(cudaEventRecord(events_[slot][in ? 0 : 1], s), "cudaEventRecord");
   }
 
+  // Polled against the timeout: a stalled device becomes COLL_TIMEOUT, not a hang.
   void wait(int slot, bool in) override {
-    check(cudaEventSynchronize(events_[slot][in ? 0 : 1]), "waiting for a chunk's copy");
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      const cudaError_t e = cudaEventQuery(events_[slot][in ? 0 : 1]);
+      if (e != cudaErrorNotReady) {
+        check(e, "waiting for a chunk's copy");
+        return;
+      }
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > std::chrono::milliseconds(timeout_ms_))
+        fail(Code::kTimeout, "a copy ", in ? "from the caller's device buffer" : "to the caller's device buffer",
+             " did not finish within ", timeout_ms_,
+             " ms (COLL_TIMEOUT_MS): the device is stalled. A kernel launched for the first time behind a held "
+             "stream waits for the operation (CUDA_MODULE_LOADING=EAGER), and with few hardware queues "
+             "(CUDA_DEVICE_MAX_CONNECTIONS) a held stream blocks coll's copies: COLL_DEVICE_HOST_SYNC=1 avoids both");
+      if (waited > std::chrono::milliseconds(1))
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      else
+        std::this_thread::yield();
+    }
   }
 
   void leave(const Ticket& t) noexcept override {
-    if (t.gate == 0) return;  // never held
+    if (t.gate == 0 && !t.on_host) return;  // never entered
     // After a failure copies may still be in flight into the caller's
     // buffers: let them stop before the stream goes on (errors ignored).
     for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
+    if (t.on_host) return;
     std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(flag_)).store(t.gate, std::memory_order_release);
   }
 
@@ -154,6 +194,12 @@ class CudaStager final : public Stager {
     if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
         found == cudaDriverEntryPointSuccess)
       wait_value_ = reinterpret_cast<WaitValue32>(fn);
+    const int64_t sync = config::get_int("COLL_DEVICE_HOST_SYNC");
+    const char* queues = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    const char* loading = std::getenv("CUDA_MODULE_LOADING");
+    const bool few_queues = queues != nullptr && std::atoi(queues) > 0 && std::atoi(queues) < 8;
+    const bool eager = loading != nullptr && std::string(loading) == "EAGER";
+    host_sync_ = sync == 1 || (sync < 0 && (few_queues || !eager));
   }
 
   // The gate stream waits for the counter; `user` waits for the gate stream.
@@ -173,6 +219,7 @@ class CudaStager final : public Stager {
   }
 
   size_t bytes_;
+  int64_t timeout_ms_;
   void* memory_ = nullptr;
   volatile uint32_t* flag_ = nullptr;
   void* flag_device_ = nullptr;
@@ -182,10 +229,13 @@ class CudaStager final : public Stager {
   cudaStream_t streams_[2]{};   // in, out
   cudaEvent_t events_[2][2]{};  // [slot][in, out]
   WaitValue32 wait_value_ = nullptr;
+  bool host_sync_ = false;  // COLL_DEVICE_HOST_SYNC, or few hardware queues
 };
 
 }  // namespace
 
-std::unique_ptr<Stager> make_cuda_stager(size_t bytes) { return std::make_unique<CudaStager>(bytes); }
+std::unique_ptr<Stager> make_cuda_stager(size_t bytes, int64_t timeout_ms) {
+  return std::make_unique<CudaStager>(bytes, timeout_ms);
+}
 
 }  // namespace coll::staging

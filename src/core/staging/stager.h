@@ -21,6 +21,7 @@ struct Ticket {
   void* ready = nullptr;   // an event: the stream's work before the call
   uint32_t gate = 0;       // the stream's later work waits for this value
   int device = -1;
+  bool on_host = false;  // not held: the caller's thread waits for the operation instead
 };
 
 class Stager {
@@ -42,6 +43,9 @@ class Stager {
   // operation that runs on the caller's buffers in place (a transport moves
   // device memory): not the caller's, which waits until leave().
   virtual void* work_stream() { return nullptr; }
+  // Whether calls return before their operation is done, holding the
+  // caller's stream; otherwise the caller's thread waits for it.
+  virtual bool holds_streams() const { return false; }
 };
 
 // Host buffers through the same pipeline: copies are memcpy, done at once.
@@ -63,8 +67,8 @@ class HostStager final : public Stager {
   std::vector<char> memory_;
 };
 
-// The stager for buffers of `kind` with slots of `bytes`; throws for a kind
-// this build cannot stage.
-std::unique_ptr<Stager> make_stager(MemoryKind kind, size_t bytes);
+// The stager for buffers of `kind` with slots of `bytes`, whose waits for
+// a copy give up after `timeout_ms`; throws for a kind this build cannot stage.
+std::unique_ptr<Stager> make_stager(MemoryKind kind, size_t bytes, int64_t timeout_ms);
 
 }  // namespace coll::staging
