@@ -304,6 +304,21 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, col
  * COLL_INVALID_USAGE. The old communicator must still be destroyed. */
 COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm);
 
+/* New ranks join: as NCCL's ncclCommGrow. Rank 0 of comm gets an id with
+ * coll_get_unique_id (its process then serves the new job's store) and gives
+ * it to the nnew new ranks by any means; they call
+ * coll_comm_init_rank(&c, size + nnew, id, r) with r in [size, size + nnew),
+ * and every member calls coll_comm_grow(comm, nnew, &id, &newcomm) (id is
+ * read on rank 0 only; the others may pass NULL). *newcomm holds the members
+ * first, each keeping its rank, then the new ranks. comm must be usable: after
+ * a failure, shrink it first and grow the shrunk one (a replacement takes a
+ * rank after the survivors; exchange who stands for whom on *newcomm). A
+ * member or new rank that does not join fails the growth on the others with
+ * COLL_TIMEOUT within comm's timeout, naming it, and comm stays as it was. A
+ * process with the wrong id or secret is refused by the store and the
+ * others go on. comm must still be destroyed. */
+COLL_API coll_result_t coll_comm_grow(coll_comm_t comm, int nnew, const coll_unique_id_t* id, coll_comm_t* newcomm);
+
 /* As ULFM's MPI_Comm_agree: every live rank calls it, also on a
  * communicator whose operations failed, that was aborted or revoked, and
  * every rank that returns COLL_SUCCESS gets in *flag the same bitwise AND

@@ -220,6 +220,13 @@ class Communicator {
   // Stops every pending operation; the object still owns (and destroys) the handle.
   void abort() { check(coll_comm_abort(comm_), comm_); }
   void revoke() { check(coll_comm_revoke(comm_), comm_); }
+  // With `nnew` new ranks that joined with `id` (read on rank 0 only; see
+  // coll_comm_grow): the members first, in their order, then the new ranks.
+  Communicator grow(int nnew, const coll_unique_id_t* id) {
+    coll_comm_t out = nullptr;
+    check(coll_comm_grow(comm_, nnew, id, &out), comm_);
+    return Communicator(out);
+  }
   // The same bitwise AND of the live ranks' flags on every rank (see
   // coll_comm_agree); `gone`, when given, gets the ranks gone.
   int agree(int flag, std::vector<int>* gone = nullptr) {

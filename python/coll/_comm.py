@@ -204,6 +204,21 @@ class Communicator:
         _check(lib.coll_comm_shrink(self._handle, ranks, len(exclude), ctypes.byref(handle)), self._handle)
         return Communicator._adopt(handle)
 
+    def grow(self, nnew, uid=None):
+        """Every member calls it: with `nnew` new ranks, which joined with
+        Communicator(size + nnew, uid, r) for r from size on, a new
+        communicator, the members first in their order. `uid` (from
+        coll.unique_id() on rank 0, given to the new ranks) is read on rank
+        0 only."""
+        handle = ctypes.c_void_p()
+        ref = None
+        if uid is not None:
+            if not isinstance(uid, (bytes, bytearray)) or len(uid) != ctypes.sizeof(UniqueId):
+                raise _errors.InvalidArgument(_errors.INVALID_ARGUMENT, "uid: the 128 bytes of coll.unique_id()")
+            ref = ctypes.byref(UniqueId.from_buffer_copy(bytes(uid)))
+        _check(lib.coll_comm_grow(self._handle, int(nnew), ref, ctypes.byref(handle)), self._handle)
+        return Communicator._adopt(handle)
+
     def agree(self, flag):
         """As ULFM's MPI_Comm_agree: every live rank calls it, also after a
         failure; returns (the bitwise AND of the flags of the ranks that

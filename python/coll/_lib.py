@@ -69,6 +69,7 @@ _decl = {
     "coll_comm_size": [_comm, _c.POINTER(_int)],
     "coll_comm_split": [_comm, _int, _int, _c.POINTER(_comm)],
     "coll_comm_shrink": [_comm, _c.POINTER(_int), _int, _c.POINTER(_comm)],
+    "coll_comm_grow": [_comm, _int, _c.POINTER(UniqueId), _c.POINTER(_comm)],
     "coll_allreduce_async": [_vp, _vp, _sz, _int, _int, _comm, _vp, _c.POINTER(_req)],
     "coll_broadcast_async": [_vp, _sz, _int, _int, _comm, _vp, _c.POINTER(_req)],
     "coll_reduce_async": [_vp, _vp, _sz, _int, _int, _int, _comm, _vp, _c.POINTER(_req)],

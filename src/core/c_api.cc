@@ -189,6 +189,18 @@ coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n
   });
 }
 
+coll_result_t coll_comm_grow(coll_comm_t comm, int nnew, const coll_unique_id_t* id, coll_comm_t* newcomm) {
+  if (coll_result_t bad = coll::capi::check_handle(comm, "comm_grow")) return bad;
+  return guarded(comm, [&] {
+    if (newcomm == nullptr) fail(Code::kInvalidArgument, "comm_grow: newcomm is a null pointer");
+    *newcomm = nullptr;
+    coll::capi::BusyGuard busy(comm);
+    auto handle = std::make_unique<coll_comm>();
+    handle->impl = coll::capi::usable(comm).grow(nnew, id);
+    *newcomm = handle.release();
+  });
+}
+
 coll_result_t coll_comm_agree(coll_comm_t comm, int* flag, int* gone_ranks, int* ngone) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_agree")) return bad;
   return guarded(comm, [&] {

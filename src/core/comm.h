@@ -111,6 +111,11 @@ class Communicator final : private FastPathHost {
   // within the timeout (shrink.cc).
   std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude);
 
+  // Collective over the members: with `nnew` new ranks, which joined with
+  // `id` (read on rank 0 only), they form a new communicator of
+  // nranks() + nnew ranks, the members first in their order (grow.cc).
+  std::unique_ptr<Communicator> grow(int nnew, const coll_unique_id_t* id);
+
   // Collective over the live ranks, and usable on a communicator whose
   // operations failed, aborted or revoked: as ULFM's MPI_Comm_agree, every
   // rank that returns gets the same bitwise AND of the flags of the ranks

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import coll
+from forked import run_forked
 
 
 def test_bad_arguments_name_the_argument(ranks):
@@ -82,6 +83,34 @@ def test_agree_gives_every_rank_the_and_and_the_ranks_gone(ranks):
         assert (flag, gone) == (0b100, [2])
 
     ranks(3, body, env={"COLL_TIMEOUT_MS": "20000"})
+
+
+def test_a_spare_joins_by_grow(tmp_path):
+    path = tmp_path / "grow_id"
+
+    def rank_main(rank):
+        if rank == 2:  # the spare: the id comes from rank 0 through a file
+            while not path.exists():
+                time.sleep(0.01)
+            comm = coll.Communicator(3, path.read_bytes(), 2)
+        else:
+            members = coll.Communicator(2, uid, rank)
+            grow_uid = None
+            if rank == 0:
+                grow_uid = coll.unique_id()
+                tmp = path.with_suffix(".tmp")
+                tmp.write_bytes(grow_uid)
+                tmp.rename(path)
+            comm = members.grow(1, grow_uid)
+            members.destroy()
+        assert (comm.rank, comm.size) == (rank, 3)
+        x = np.full(5, rank + 1, np.int64)
+        comm.allreduce(x)
+        assert (x == 6).all()
+        comm.destroy()
+
+    uid = coll.unique_id()
+    run_forked(3, rank_main, 60, {"COLL_TIMEOUT_MS": "20000"})
 
 
 def test_a_silent_rank_is_a_timeout(ranks):

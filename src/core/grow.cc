@@ -1,0 +1,38 @@
+// coll_comm_grow: new ranks join the members of a communicator, as NCCL's
+// ncclCommGrow and MPI's dynamic processes. Rank 0 of the members holds an
+// id from coll_get_unique_id (its process serves that job's store) and has
+// given it to the new ranks by any means (a file, the launcher); it passes
+// it to the members by a broadcast on the communicator. Then members and
+// new ranks join one new communicator: the members keep their order, the
+// new ranks follow. A spare that starts early waits in its
+// coll_comm_init_rank until the members grow (its init timeout).
+#include "base/error.h"
+#include "base/log.h"
+#include "bootstrap/unique_id.h"
+#include "core/comm.h"
+
+#include <climits>
+
+namespace coll {
+
+std::unique_ptr<Communicator> Communicator::grow(int nnew, const coll_unique_id_t* id) {
+  if (nnew < 0) fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": nnew ", nnew, " is negative");
+  if (nnew > INT_MAX - nranks_)
+    fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": ", nranks_, " + ", nnew, " ranks overflow an int");
+  if (rank_ == 0 && id == nullptr)
+    fail(Code::kInvalidArgument,
+         "comm_grow on rank 0: id is a null pointer (rank 0 passes the id from coll_get_unique_id that it gave the "
+         "new ranks; the others may pass NULL)");
+  coll_unique_id_t shared{};
+  if (rank_ == 0) shared = *id;
+  const OpRequest bcast{algo::Collective::kBroadcast, &shared, &shared, sizeof(shared), COLL_UINT8, COLL_SUM, 0};
+  run({&bcast, 1});
+  const bootstrap::UniqueId job = bootstrap::UniqueId::decode(shared);
+  log::info(log::kInit, "comm_grow: rank ", rank_, " of ", nranks_, " joins ", nnew, " new rank(s): ", nranks_ + nnew,
+            " in all");
+  // A member that died before joining fails the growth on every other
+  // member within the timeout; this communicator is left as it was.
+  return std::make_unique<Communicator>(nranks_ + nnew, job, rank_, "", timeout_ms_, timeout_ms_);
+}
+
+}  // namespace coll

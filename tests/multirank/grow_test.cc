@@ -1,0 +1,188 @@
+// coll_comm_grow with real processes: a spare joins a communicator's
+// members; a spare replaces a rank that shrink left out, after which the
+// ranks agree; a member that dies makes the growth fail on the others, and
+// their communicator can still be shrunk. The grow id goes from rank 0 to
+// the spares through a file, as a launcher's would.
+#include "support/clock.h"
+#include "support/multirank.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace coll::testing {
+namespace {
+
+const RankOptions kOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "5000"}, {"COLL_INIT_TIMEOUT_MS", "5000"}}};
+
+// One file per test process, named by its pid: the ranks are its children.
+std::string id_file(pid_t test = getppid()) { return "/tmp/coll_grow_test_" + std::to_string(test); }
+
+// Run by the test process around each test, so no rank reads an old id.
+struct FreshIdFile {
+  FreshIdFile() { std::remove(id_file(getpid()).c_str()); }
+  ~FreshIdFile() { std::remove(id_file(getpid()).c_str()); }
+};
+
+void publish(const coll_unique_id_t& id) {
+  const std::string tmp = id_file() + ".tmp";
+  std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(&id), sizeof(id));
+  ASSERT_EQ(std::rename(tmp.c_str(), id_file().c_str()), 0);
+}
+
+coll_unique_id_t await_id() {
+  coll_unique_id_t id{};
+  const auto start = Clock::now();
+  while (ms_since(start) < 20000) {
+    std::ifstream in(id_file(), std::ios::binary);
+    if (in.read(reinterpret_cast<char*>(&id), sizeof(id))) return id;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ADD_FAILURE() << "no grow id in " << id_file() << " after 20 s";
+  return id;
+}
+
+// Rank 0 of `comm` makes the id and publishes it; every member grows.
+coll_comm_t grow_by(coll_comm_t comm, int nnew) {
+  int rank = -1;
+  coll_comm_rank(comm, &rank);
+  coll_unique_id_t id{};
+  if (rank == 0) {
+    EXPECT_EQ(coll_get_unique_id(&id), COLL_SUCCESS);
+    publish(id);
+  }
+  coll_comm_t grown = nullptr;
+  EXPECT_EQ(coll_comm_grow(comm, nnew, rank == 0 ? &id : nullptr, &grown), COLL_SUCCESS) << last_error(comm);
+  return grown;
+}
+
+coll_comm_t join_as_spare(int size, int rank) {
+  coll_comm_t comm = nullptr;
+  EXPECT_EQ(coll_comm_init_rank(&comm, size, await_id(), rank), COLL_SUCCESS) << coll_get_last_error(nullptr);
+  return comm;
+}
+
+// The new communicator's size, this rank's place in it, and exact sums.
+void expect_works(coll_comm_t comm, int size, int rank) {
+  int got_size = -1, got_rank = -1;
+  coll_comm_size(comm, &got_size);
+  coll_comm_rank(comm, &got_rank);
+  EXPECT_EQ(got_size, size);
+  EXPECT_EQ(got_rank, rank);
+  int64_t sum = rank + 1;
+  ASSERT_EQ(coll_allreduce(&sum, &sum, 1, COLL_INT64, COLL_SUM, comm, nullptr), COLL_SUCCESS) << last_error(comm);
+  EXPECT_EQ(sum, int64_t{size} * (size + 1) / 2);
+  std::vector<float> v(10007, static_cast<float>(rank));
+  ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+  for (float x : v) ASSERT_EQ(x, static_cast<float>(size * (size - 1) / 2));
+}
+
+// Ranks 0 to 2 form a communicator; rank 3, a spare, joins it by grow.
+TEST(Grow, ASpareJoinsAfterTheMembersInOrder) {
+  FreshIdFile fresh;
+  run_ranks(
+      4,
+      [](int rank, int, const coll_unique_id_t& id) {
+        if (rank == 3) {
+          coll_comm_t grown = join_as_spare(4, 3);
+          ASSERT_NE(grown, nullptr);
+          expect_works(grown, 4, 3);
+          coll_comm_destroy(grown);
+          return;
+        }
+        coll_comm_t comm = init_or_die(rank, 3, id);
+        ASSERT_NE(comm, nullptr);
+        coll_comm_t grown = grow_by(comm, 1);
+        ASSERT_NE(grown, nullptr);
+        expect_works(grown, 4, rank);
+        expect_works(comm, 3, rank);  // the old one is untouched
+        coll_comm_destroy(grown);
+        coll_comm_destroy(comm);
+      },
+      kOptions);
+}
+
+// Ranks 0 to 3 form a communicator; rank 2 dies; the survivors shrink and
+// grow by rank 4, a spare, which takes the last place; then all four agree.
+TEST(Grow, ASpareReplacesARankThatShrinkLeftOut) {
+  FreshIdFile fresh;
+  run_ranks(
+      5,
+      [](int rank, int, const coll_unique_id_t& id) {
+        if (rank == 4) {
+          coll_comm_t grown = join_as_spare(4, 3);
+          ASSERT_NE(grown, nullptr);
+          expect_works(grown, 4, 3);
+          int flag = 0x7;  // its own bit cleared, as each member clears its own
+          ASSERT_EQ(coll_comm_agree(grown, &flag, nullptr, nullptr), COLL_SUCCESS) << last_error(grown);
+          EXPECT_EQ(flag, 0xe & 0xd & 0xb & 0x7);
+          coll_comm_destroy(grown);
+          return;
+        }
+        coll_comm_t comm = init_or_die(rank, 4, id);
+        ASSERT_NE(comm, nullptr);
+        ASSERT_EQ(coll_barrier(comm), COLL_SUCCESS) << last_error(comm);
+        if (rank == 2) _exit(0);
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        const int new_rank = rank < 2 ? rank : rank - 1;
+        coll_comm_t grown = grow_by(survivors, 1);
+        ASSERT_NE(grown, nullptr);
+        expect_works(grown, 4, new_rank);
+        int flag = 0xf ^ (1 << new_rank);
+        ASSERT_EQ(coll_comm_agree(grown, &flag, nullptr, nullptr), COLL_SUCCESS) << last_error(grown);
+        EXPECT_EQ(flag, 0xe & 0xd & 0xb & 0x7);
+        coll_comm_destroy(grown);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      kOptions);
+}
+
+// Ranks 0 to 2 form a communicator and rank 1 exits before the growth:
+// ranks 0 and 2 see it fail within the timeout, and shrink their
+// communicator into a working pair. The spare's join times out too.
+TEST(Grow, AMemberThatDiesFailsItOnTheOthersAndShrinkStillWorks) {
+  FreshIdFile fresh;
+  run_ranks(
+      4,
+      [](int rank, int, const coll_unique_id_t& id) {
+        if (rank == 3) {
+          coll_comm_t grown = nullptr;
+          EXPECT_NE(coll_comm_init_rank(&grown, 4, await_id(), 3), COLL_SUCCESS);
+          return;
+        }
+        coll_comm_t comm = init_or_die(rank, 3, id);
+        ASSERT_NE(comm, nullptr);
+        ASSERT_EQ(coll_barrier(comm), COLL_SUCCESS) << last_error(comm);
+        if (rank == 1) _exit(0);
+        coll_unique_id_t gid{};
+        if (rank == 0) {
+          ASSERT_EQ(coll_get_unique_id(&gid), COLL_SUCCESS);
+          publish(gid);
+        }
+        const auto start = Clock::now();
+        coll_comm_t grown = nullptr;
+        const coll_result_t r = coll_comm_grow(comm, 1, rank == 0 ? &gid : nullptr, &grown);
+        const double ms = ms_since(start);
+        std::printf("rank %d: grow returned %d after %.1f ms: %s\n", rank, r, ms, last_error(comm).c_str());
+        EXPECT_NE(r, COLL_SUCCESS);
+        EXPECT_EQ(grown, nullptr);
+        EXPECT_LT(ms, 5000 + 3000.0);
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        expect_works(survivors, 2, rank == 0 ? 0 : 1);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      kOptions);
+}
+
+}  // namespace
+}  // namespace coll::testing
