@@ -1,7 +1,7 @@
 // collrun — starts N ranks of a program on this machine.
 //
-//   collrun -n N [--nodes K [--placement block|cyclic]] [--tag-output]
-//           [--grace SECONDS] [--] prog [args...]
+//   collrun -n N [--spares K] [--nodes K [--placement block|cyclic]]
+//           [--tag-output] [--grace SECONDS] [--] prog [args...]
 //
 // With --nodes K, under scripts/emulate-cluster.sh, the ranks go to K
 // emulated nodes (network namespaces, COLL_NETNS_NODES): in blocks (ranks
@@ -17,6 +17,11 @@
 // init_process_group(init_method="env://") runs under collrun unchanged;
 // MASTER_PORT is a port found free on rank 0's host, which torch's store
 // binds afresh (torch cannot inherit a bound socket, as coll's store does).
+// With --spares K, K more processes start as hot spares (COLL_SPARE=k, no
+// rank): their coll_comm_init_from_env waits until a communicator grows
+// (coll_comm_grow) and takes a seat it offers in COLL_SPARES_DIR, a
+// directory collrun makes for the job. Spares still waiting when every
+// rank has ended are ended too, which is no failure.
 // collrun returns the first non-zero exit status (128+signal for a rank
 // killed by a signal). When a rank fails, the others get a grace period to
 // finish (they will usually see the failure themselves), then SIGTERM, then
@@ -36,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -43,7 +49,8 @@ namespace {
 
 struct Options {
   int nranks = 0;
-  int nodes = 0;  // emulated nodes (--nodes); 0: this machine only
+  int spares = 0;  // --spares
+  int nodes = 0;   // emulated nodes (--nodes); 0: this machine only
   bool cyclic = false;
   bool tag_output = false;
   double grace_s = 5.0;
@@ -59,14 +66,16 @@ int free_port() {
 }
 
 void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: collrun -n N [--nodes K [--placement block|cyclic]] [--tag-output] [--grace SECONDS]\n"
-               "               [--] prog [args...]\n"
-               "  -n, --np N        number of ranks to start on this machine\n"
-               "  --nodes K         spread them over K emulated nodes (under scripts/emulate-cluster.sh)\n"
-               "  --placement P     block (default: ranks 0..N/K-1 on node 0, ...) or cyclic (rank r on node r mod K)\n"
-               "  --tag-output      prefix every output line with [rank]\n"
-               "  --grace SECONDS   after a rank fails, wait this long before ending the others (5)\n");
+  std::fprintf(
+      out,
+      "usage: collrun -n N [--spares K] [--nodes K [--placement block|cyclic]] [--tag-output] [--grace SECONDS]\n"
+      "               [--] prog [args...]\n"
+      "  -n, --np N        number of ranks to start on this machine\n"
+      "  --spares K        start K hot spares too, which join when a communicator grows\n"
+      "  --nodes K         spread them over K emulated nodes (under scripts/emulate-cluster.sh)\n"
+      "  --placement P     block (default: ranks 0..N/K-1 on node 0, ...) or cyclic (rank r on node r mod K)\n"
+      "  --tag-output      prefix every output line with [rank]\n"
+      "  --grace SECONDS   after a rank fails, wait this long before ending the others (5)\n");
 }
 
 Options parse(int argc, char** argv) {
@@ -76,6 +85,12 @@ Options parse(int argc, char** argv) {
     std::string a = argv[i];
     if ((a == "-n" || a == "-np" || a == "--np") && i + 1 < argc) {
       o.nranks = std::atoi(argv[++i]);
+    } else if (a == "--spares" && i + 1 < argc) {
+      o.spares = std::atoi(argv[++i]);
+      if (o.spares < 0) {
+        std::fprintf(stderr, "collrun: --spares %s: must be at least 0\n", argv[i]);
+        std::exit(2);
+      }
     } else if (a == "--nodes" && i + 1 < argc) {
       o.nodes = std::atoi(argv[++i]);
       if (o.nodes < 1) {
@@ -125,6 +140,8 @@ struct Rank {
   int out_fd = -1;  // with --tag-output: the rank's stdout+stderr
   std::string partial;
   bool running = false;
+  bool spare = false;
+  bool spare_ended = false;  // still waiting when the ranks were done: ended, no failure
   int status = 0;
 };
 
@@ -154,6 +171,21 @@ void drain(int rank, Rank& r, bool final) {
     emit(rank, r.partial);
     r.partial.clear();
   }
+}
+
+// Whether spare k took a seat (bootstrap/spares.cc names it in the seat's file).
+bool took_seat(const std::string& dir, int k) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().find(".seat") == std::string::npos) continue;
+    std::FILE* f = std::fopen(entry.path().c_str(), "r");
+    if (f == nullptr) continue;
+    int who = -1;
+    const bool named = std::fscanf(f, "%d", &who) == 1;
+    std::fclose(f);
+    if (named && who == k) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -206,12 +238,24 @@ int main(int argc, char** argv) {
   std::string master_port = std::to_string(free_port());
   const char* ifname = std::getenv("COLL_SOCKET_IFNAME");
 
+  std::string spares_dir;
+  if (opt.spares > 0) {
+    char tmpl[] = "/tmp/collrun-spares-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+      std::perror("collrun: mkdtemp for --spares");
+      return 1;
+    }
+    spares_dir = tmpl;
+  }
+
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   signal(SIGPIPE, SIG_IGN);
 
-  std::vector<Rank> ranks(static_cast<size_t>(opt.nranks));
-  for (int r = 0; r < opt.nranks; ++r) {
+  const int nprocs = opt.nranks + opt.spares;
+  std::vector<Rank> ranks(static_cast<size_t>(nprocs));
+  for (int r = 0; r < nprocs; ++r) {
+    const bool spare = r >= opt.nranks;
     int pipe_fds[2] = {-1, -1};
     if (opt.tag_output && pipe(pipe_fds) != 0) {
       std::perror("collrun: pipe");
@@ -232,6 +276,22 @@ int main(int argc, char** argv) {
         dup2(pipe_fds[1], STDERR_FILENO);
         close(pipe_fds[0]);
         close(pipe_fds[1]);
+      }
+      if (!spares_dir.empty()) setenv("COLL_SPARES_DIR", spares_dir.c_str(), 1);
+      if (spare) {  // no rank: it waits for a communicator to grow
+        setenv("COLL_SPARE", std::to_string(r - opt.nranks).c_str(), 1);
+        if (ifname == nullptr && nodes.empty()) setenv("COLL_SOCKET_IFNAME", "lo", 1);
+        if (!nodes.empty()) {
+          try {
+            coll::bootstrap::enter_emulated_node(nodes[static_cast<size_t>((r - opt.nranks) % opt.nodes)]);
+          } catch (const coll::Error& e) {
+            std::fprintf(stderr, "collrun: spare %d: %s\n", r - opt.nranks, e.what());
+            _exit(127);
+          }
+        }
+        execvp(opt.argv[0], opt.argv.data());
+        std::fprintf(stderr, "collrun: cannot run %s: %s\n", opt.argv[0], std::strerror(errno));
+        _exit(127);
       }
       setenv("COLL_RANK", std::to_string(r).c_str(), 1);
       setenv("COLL_NRANKS", std::to_string(opt.nranks).c_str(), 1);
@@ -268,6 +328,7 @@ int main(int argc, char** argv) {
     Rank& rk = ranks[static_cast<size_t>(r)];
     rk.pid = pid;
     rk.running = true;
+    rk.spare = spare;
     if (opt.tag_output) {
       close(pipe_fds[1]);
       rk.out_fd = pipe_fds[0];
@@ -282,7 +343,9 @@ int main(int argc, char** argv) {
   int first_failed_rank = -1;
   Clock::time_point failed_at{};
   bool terminated = false, killed = false;
-  int running = opt.nranks;
+  int running = nprocs;
+  int members_running = opt.nranks;
+  bool spares_ended = false;
 
   while (running > 0) {
     // Output, or a 50 ms tick.
@@ -293,31 +356,43 @@ int main(int argc, char** argv) {
       usleep(50000);
     else
       poll(fds.data(), fds.size(), 50);
-    for (int r = 0; r < opt.nranks; ++r)
+    for (int r = 0; r < nprocs; ++r)
       if (ranks[static_cast<size_t>(r)].out_fd >= 0) drain(r, ranks[static_cast<size_t>(r)], false);
 
     int status = 0;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      for (int r = 0; r < opt.nranks; ++r) {
+      for (int r = 0; r < nprocs; ++r) {
         Rank& rk = ranks[static_cast<size_t>(r)];
         if (rk.pid != pid || !rk.running) continue;
         rk.running = false;
         --running;
+        if (!rk.spare) --members_running;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (rk.spare_ended) code = 0;  // ended by us, unneeded
         if (code != 0 && first_failure == 0) {
           first_failure = code;
           first_failed_rank = r;
           failed_at = Clock::now();
           if (WIFSIGNALED(status))
-            std::fprintf(stderr, "collrun: rank %d was killed by signal %d (%s)\n", r, WTERMSIG(status),
-                         strsignal(WTERMSIG(status)));
+            std::fprintf(stderr, "collrun: %s %d was killed by signal %d (%s)\n", rk.spare ? "spare" : "rank",
+                         rk.spare ? r - opt.nranks : r, WTERMSIG(status), strsignal(WTERMSIG(status)));
           else
-            std::fprintf(stderr, "collrun: rank %d exited with status %d\n", r, code);
+            std::fprintf(stderr, "collrun: %s %d exited with status %d\n", rk.spare ? "spare" : "rank",
+                         rk.spare ? r - opt.nranks : r, code);
         }
       }
     }
 
+    if (members_running == 0 && running > 0 && !spares_ended) {  // the spares left waiting
+      for (int r = opt.nranks; r < nprocs; ++r) {
+        Rank& rk = ranks[static_cast<size_t>(r)];
+        if (!rk.running || took_seat(spares_dir, r - opt.nranks)) continue;
+        kill(-rk.pid, SIGTERM);
+        rk.spare_ended = true;
+      }
+      spares_ended = true;
+    }
     if (g_signal != 0 && first_failure == 0) {
       first_failure = 128 + g_signal;
       failed_at = Clock::now() - std::chrono::hours(1);  // no grace when the user interrupts
@@ -338,7 +413,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  for (int r = 0; r < opt.nranks; ++r)
+  for (int r = 0; r < nprocs; ++r)
     if (ranks[static_cast<size_t>(r)].out_fd >= 0) drain(r, ranks[static_cast<size_t>(r)], true);
+  if (!spares_dir.empty()) std::filesystem::remove_all(spares_dir);
   return first_failure;
 }

@@ -149,7 +149,10 @@ COLL_API coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks,
  * COLL_ROOT_ADDR, COLL_JOB_SECRET); torchrun (RANK, WORLD_SIZE, MASTER_ADDR,
  * MASTER_PORT); Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) and
  * Slurm (SLURM_PROCID, SLURM_NTASKS), whose unique id travels by MPI_Bcast in
- * builds with MPI. COLL_INVALID_USAGE if none is found. */
+ * builds with MPI. COLL_INVALID_USAGE if none is found. A spare (COLL_SPARE
+ * set by the launcher, as collrun --spares does, with COLL_SPARES_DIR) waits
+ * here, without limit, until a communicator grows (coll_comm_grow), and joins
+ * it at the first seat offered. */
 COLL_API coll_result_t coll_comm_init_from_env(coll_comm_t* comm);
 
 /* Releases the communicator: waits for nothing, closes connections, frees
@@ -312,7 +315,10 @@ COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ran
  * read on rank 0 only; the others may pass NULL). *newcomm holds the members
  * first, each keeping its rank, then the new ranks. comm must be usable: after
  * a failure, shrink it first and grow the shrunk one (a replacement takes a
- * rank after the survivors; exchange who stands for whom on *newcomm). A
+ * rank after the survivors; exchange who stands for whom on *newcomm). Under
+ * a launcher that keeps spares (COLL_SPARES_DIR), rank 0 may pass id NULL:
+ * coll makes one and the spares waiting in coll_comm_init_from_env take the
+ * new ranks. A
  * member or new rank that does not join fails the growth on the others with
  * COLL_TIMEOUT within comm's timeout, naming it, and comm stays as it was. A
  * process with the wrong id or secret is refused by the store and the

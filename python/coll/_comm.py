@@ -270,7 +270,9 @@ class Communicator:
 
 def init():
     """This rank's communicator from the launcher's environment: collrun,
-    torchrun, Open MPI or Slurm (as coll_comm_init_from_env)."""
+    torchrun, Open MPI or Slurm (as coll_comm_init_from_env). A spare
+    (collrun --spares) waits here until a communicator grows, and returns
+    the grown one."""
     handle = ctypes.c_void_p()
     _check(lib.coll_comm_init_from_env(ctypes.byref(handle)))
     return Communicator._adopt(handle)

@@ -3,6 +3,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/spares.h"
 #include "core/c_api_internal.h"
 #include "transport/registry.h"
 
@@ -151,6 +152,16 @@ coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks, coll_uni
 }
 
 coll_result_t coll_comm_init_from_env(coll_comm_t* comm) {
+  if (coll::bootstrap::is_spare()) {  // waits for a communicator to grow
+    coll::bootstrap::Seat seat;
+    coll_result_t r = guarded(nullptr, [&] {
+      const auto dir = coll::bootstrap::spares_dir();
+      if (!dir) fail(Code::kInvalidUsage, "init from env: COLL_SPARE is set but COLL_SPARES_DIR is not");
+      seat = coll::bootstrap::take_seat(*dir);
+    });
+    if (r != COLL_SUCCESS) return r;
+    return init_rank(comm, seat.nranks, &seat.id, nullptr, seat.rank);
+  }
   coll::bootstrap::EnvJob job{};
   coll_result_t r = guarded(nullptr, [&] { job = coll::bootstrap::join_from_env(); });
   if (r != COLL_SUCCESS) return r;

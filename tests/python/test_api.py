@@ -189,6 +189,29 @@ def test_init_from_collrun():
     assert lines == [f"{r} 3 [6.0, 6.0, 6.0]" for r in range(3)], out.stdout
 
 
+def test_a_spare_of_collrun_replaces_a_rank_that_left():
+    """collrun --spares 1 -n 3: rank 2 leaves, ranks 0 and 1 shrink and grow
+    by one, and the spare, waiting in coll.init(), becomes rank 2."""
+    build = pathlib.Path(os.environ.get("COLL_BUILD_DIR", pathlib.Path(__file__).parents[2] / "build"))
+    collrun = build / "tools" / "collrun"
+    if not collrun.exists():
+        pytest.skip(f"{collrun} is not built")
+    script = ("import coll, os, numpy as np\n"
+              "c = coll.init()\n"
+              "if 'COLL_SPARE' not in os.environ:\n"
+              "    c.barrier()\n"
+              "    if c.rank == 2:\n"
+              "        os._exit(0)\n"
+              "    c = c.shrink().grow(1)\n"
+              "x = np.full(3, c.rank + 1.0); c.allreduce(x)\n"
+              "os.write(1, f'{c.rank} {c.size} {x.tolist()}\\n'.encode())\n")
+    out = subprocess.run([str(collrun), "--spares", "1", "-n", "3", sys.executable, "-c", script],
+                         capture_output=True, text=True, timeout=60, env=dict(os.environ, COLL_TIMEOUT_MS="20000"))
+    assert out.returncode == 0, out.stderr
+    lines = sorted(out.stdout.split("\n")[:-1])
+    assert lines == [f"{r} 3 [6.0, 6.0, 6.0]" for r in range(3)], out.stdout
+
+
 def test_from_mpi4py():
     """A coll communicator of MPI.COMM_WORLD's ranks, in its order, under mpirun."""
     pytest.importorskip("mpi4py")
