@@ -11,11 +11,11 @@
 // publishes it; each rank that reads it keeps it and says so; once every
 // rank that came has said so, the host publishes "commit", and only then
 // does a rank return. A rank whose host dies goes to the next live rank
-// carrying the decision if it had read it, and that host takes a carried
-// decision as its own instead of deciding anew. If the dead host had
-// committed, every rank that came to it had read the decision, so the next
-// host carries it too. A host that replaces one its guests had arrived at,
-// and that carries no decision, decides only if every rank not found gone
+// carrying the decision if it had read it, and that host gathers the ranks
+// as ever but takes a carried decision as its own instead of deciding
+// anew. If the dead host had committed, every rank that came to it had read
+// the decision, so the next host carries it too. A host after any host
+// died that carries no decision decides only if every rank not found gone
 // comes (one that does not may have returned with the dead host's
 // decision): otherwise every rank at it fails with COLL_REMOTE_ERROR,
 // rather than any returning a different decision. Every rank that returns
@@ -23,6 +23,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bootstrap/store_client.h"
+#include "bootstrap/store_protocol.h"
 #include "core/comm.h"
 #include "core/meeting.h"
 #include "core/test_hooks.h"
@@ -60,7 +61,9 @@ int Communicator::agree(int flag, std::vector<int>* gone) {
   for (int host = 0;; ++host) {
     if (out[static_cast<size_t>(host)]) continue;
     if (host == rank_ || !standby_gone(host)) {
-      Meeting meeting{host, lost_a_host};
+      // After any host died, a rank that does not come may have returned
+      // with its decision: the next host decides only if all come.
+      Meeting meeting{host, lost_a_host || !dead_hosts.empty()};
       try {
         return parse_decision(agree_at(meeting, keys, flag, dead_hosts, out, carried), nranks_, gone);
       } catch (const Error& e) {
@@ -92,15 +95,17 @@ std::string Communicator::agree_at(Meeting& meeting, const std::string& keys, in
     return decision;
   }
   std::vector<bool> came(static_cast<size_t>(nranks_), false);
-  if (carried.empty()) carried = decide_agreement(*store, keys, flag, meeting.replacement, out, came);
+  carried = decide_agreement(*store, keys, flag, meeting.replacement, carried, out, came);
   store->set(str_cat(keys, "decision"), carried, Deadline::after_ms(timeout_ms_));
   if (test_hooks::agree_decided != nullptr) test_hooks::agree_decided();
   // Every rank that came has the decision before any returns with it.
+  // A rank that came and then went silent is not waited for past the
+  // timeout: the commit goes on without its word.
   const Deadline acks = Deadline::after_ms(timeout_ms_);
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_ || !came[static_cast<size_t>(r)]) continue;
     auto next_probe = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-    while (store->add(str_cat(keys, "have/", r), 0, acks) == 0 && !acks.expired()) {
+    while (!acks.expired() && store->add(str_cat(keys, "have/", r), 0, Deadline::after_ms(timeout_ms_)) == 0) {
       if (std::chrono::steady_clock::now() >= next_probe) {
         if (standby_gone(r)) break;
         next_probe = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
@@ -129,13 +134,30 @@ void Communicator::keep_decision(const std::string& keys, const std::string& dec
   }
 }
 
+// Rank r's kept decision of this agreement, or "" if it has none to give
+// within a second (it may be slow, or still in the agreement itself).
+std::string Communicator::kept_decision(int r, const std::string& keys) {
+  try {
+    const bootstrap::UniqueId id = standby_id(r);
+    const Deadline deadline = Deadline::after_ms(1000);
+    const std::string& address = id.store_address;
+    bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail,
+                                 [address] { return meeting::refuses(address); });
+    store.get(str_cat(keys, "commit"), deadline, "");
+    return store.get(str_cat(keys, "decision"), deadline, "");
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 // The host's part: waits for every live rank (meeting.cc: gather), then
-// takes a decision one of them carries, or makes its own.
+// takes a decision it or one of them carries, or makes its own. Every rank
+// that came is then waited for (its acknowledgement), carried or not.
 std::string Communicator::decide_agreement(bootstrap::StoreClient& store, const std::string& keys, int flag,
-                                           bool replacement, std::vector<bool>& out, std::vector<bool>& came) {
+                                           bool replacement, std::string carried, std::vector<bool>& out,
+                                           std::vector<bool>& came) {
   const auto brought = gather(store, keys, replacement, out, Deadline::after_ms(timeout_ms_));
   int all = flag;
-  std::string carried;  // a dead host's decision that a rank brought
   std::vector<int> gone, missing;
   for (int r = 0; r < nranks_; ++r) {
     const auto& b = brought[static_cast<size_t>(r)];
@@ -150,6 +172,11 @@ std::string Communicator::decide_agreement(bootstrap::StoreClient& store, const 
     if (r != rank_) all &= std::stoi(b->substr(0, bar));
   }
   if (!carried.empty()) return carried;
+  // A rank that did not come may have returned with a dead host's decision
+  // and kept it (keep_decision): ask before deciding.
+  if (replacement)
+    for (int r : missing)
+      if (std::string kept = kept_decision(r, keys); !kept.empty()) return kept;
   if (replacement && !missing.empty()) {
     const std::string why = str_cat("rank ", rank_, " hosted after a host that ranks had met at died, and rank(s) ",
                                     meeting::join(missing), ", not found gone, did not arrive within ", timeout_ms_,

@@ -127,6 +127,9 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
       // stream is not held (COLL_DEVICE_HOST_SYNC): blocking.
       auto done = c.run_staged(op);
       if (async) {
+        // Not held, the stream would run ahead of a request still running:
+        // it completes first, and coll_wait reports how.
+        if (op.kind != MemoryKind::kHost && !c.holds_device_streams(op)) done->wait();
         *request = new coll_request{comm, done};
       } else if (op.kind == MemoryKind::kHost || !c.holds_device_streams(op)) {
         if (coll_result_t result = done->wait(); result != COLL_SUCCESS)

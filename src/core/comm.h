@@ -36,6 +36,10 @@
 #include <string>
 #include <vector>
 
+namespace coll::bootstrap {
+class StoreServer;
+}  // namespace coll::bootstrap
+
 namespace coll {
 
 class ExchangeQueue;
@@ -239,8 +243,9 @@ class Communicator final : private FastPathHost {
   std::string agree_at(Meeting& meeting, const std::string& keys, int flag, const std::vector<int>& mine,
                        std::vector<bool>& out, std::string& carried);
   std::string decide_agreement(bootstrap::StoreClient& store, const std::string& keys, int flag, bool replacement,
-                               std::vector<bool>& out, std::vector<bool>& came);
+                               std::string carried, std::vector<bool>& out, std::vector<bool>& came);
   void keep_decision(const std::string& keys, const std::string& decision);
+  std::string kept_decision(int r, const std::string& keys);
 
   int rank_;
   int nranks_;
@@ -263,13 +268,16 @@ class Communicator final : private FastPathHost {
   net::Fd standby_;
   net::SockAddr standby_bound_;
   std::vector<std::string> standby_addresses_;
-  bool hosted_shrink_ = false;           // a host serves one shrink: the members' new communicator meets there
-  int agreements_ = 0;                   // keeps each agreement's keys apart at its host
-  std::vector<std::vector<int>> nodes_;  // the ranks of each node
-  std::vector<int> ring_order_;          // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
-  std::vector<int> spread_order_;        // ranks taking turns between nodes; empty: launcher order
-  std::vector<int> node_of_;             // each rank's node (0, 1, ...); empty: one node
-  algo::LinkModel node_link_{};          // the cost of a message inside a node, when there are several
+  bool hosted_shrink_ = false;  // a host serves one shrink: the members' new communicator meets there
+  int agreements_ = 0;          // keeps each agreement's keys apart at its host
+  int shrinks_ = 0;
+  std::string shrink_keys_;                           // this shrink's, at its host's store
+  bootstrap::StoreServer* standby_server_ = nullptr;  // serving meetings on standby_ (meeting.cc)
+  std::vector<std::vector<int>> nodes_;               // the ranks of each node
+  std::vector<int> ring_order_;                       // ranks grouped by node (COLL_TOPO_AWARE); empty: launcher order
+  std::vector<int> spread_order_;                     // ranks taking turns between nodes; empty: launcher order
+  std::vector<int> node_of_;                          // each rank's node (0, 1, ...); empty: one node
+  algo::LinkModel node_link_{};                       // the cost of a message inside a node, when there are several
   std::map<PlanKey, std::shared_ptr<const Plan>> plans_;  // touched only by the calling thread
   size_t cached_steps_ = 0;
   Executor executor_;

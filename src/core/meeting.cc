@@ -84,7 +84,7 @@ std::unique_ptr<bootstrap::StoreClient> Communicator::arrive(Meeting& meeting, c
   const int host = meeting.host;
   const bootstrap::UniqueId id = standby_id(host);
   if (host == rank_ && standby_.valid())  // serves from the first meeting it hosts on
-    bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
+    standby_server_ = bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
   // Every standby socket listens from init: a refusal means the host is
   // gone, whether it comes at once or while we wait for the host to serve.
   const std::string& address = id.store_address;

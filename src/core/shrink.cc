@@ -47,6 +47,8 @@ constexpr char kNoMembers = '!';  // opens the host's "members" when it formed n
 }  // namespace
 
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude) {
+  // Each shrink's keys apart: a later one's guests never read an earlier one's members.
+  shrink_keys_ = str_cat("shrink", shrinks_++, "/");
   std::vector<bool> out(static_cast<size_t>(nranks_), false);
   for (int r : exclude) {
     if (r < 0 || r >= nranks_)
@@ -120,10 +122,10 @@ std::string Communicator::meet(Meeting& meeting, const std::vector<int>& mine, s
     if (hosted_shrink_) fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
     hosted_shrink_ = true;
   }
-  auto store = arrive(meeting, "", mine, "", deadline);
+  auto store = arrive(meeting, shrink_keys_, mine, "", deadline);
   if (host == rank_) return decide_members(*store, meeting.replacement, out, deadline);
   if (test_hooks::shrink_reading_members != nullptr) test_hooks::shrink_reading_members();
-  return store->get("members", Deadline::after_ms(2 * timeout_ms_ + 1000),
+  return store->get(shrink_keys_ + "members", Deadline::after_ms(2 * timeout_ms_ + 1000),
                     str_cat("rank ", host, " (the lowest survivor) to say who is in"));
 }
 
@@ -135,7 +137,7 @@ std::string Communicator::meet(Meeting& meeting, const std::vector<int>& mine, s
 std::string Communicator::decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
                                          const Deadline& deadline) {
   const size_t n = static_cast<size_t>(nranks_);
-  const auto arrived = gather(store, "", replacement, out, deadline);
+  const auto arrived = gather(store, shrink_keys_, replacement, out, deadline);
   std::vector<int> missing;
   for (size_t r = 0; r < n; ++r)
     if (!out[r] && !arrived[r]) missing.push_back(static_cast<int>(r));
@@ -145,7 +147,7 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, bool rep
                 meeting::join(missing), ", not found gone, did not arrive within ", timeout_ms_,
                 " ms: they may have read the dead host's decision and gone on without us, so no communicator is "
                 "formed (destroy this one; a job that must go on starts anew)");
-    store.set("members", str_cat(kNoMembers, why), Deadline::after_ms(timeout_ms_));
+    store.set(shrink_keys_ + "members", str_cat(kNoMembers, why), Deadline::after_ms(timeout_ms_));
     fail(Code::kRemote, "comm_shrink on rank ", rank_, ": ", why);
   }
   for (int r : missing)
@@ -154,7 +156,7 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, bool rep
   for (size_t r = 0; r < n; ++r)
     if (arrived[r] && !out[r]) members.push_back(static_cast<int>(r));
   const std::string text = meeting::join(members);
-  store.set("members", text, Deadline::after_ms(timeout_ms_));
+  store.set(shrink_keys_ + "members", text, Deadline::after_ms(timeout_ms_));
   if (test_hooks::shrink_decided != nullptr) test_hooks::shrink_decided();
   return text;
 }

@@ -33,6 +33,14 @@ Agreed agree(coll_comm_t comm, int flag) {
   return a;
 }
 
+// This rank's communicator, once every rank has one (a barrier): null on failure.
+coll_comm_t joined(int rank, int n, const coll_unique_id_t& id) {
+  coll_comm_t comm = init_or_die(rank, n, id);
+  if (comm == nullptr) return nullptr;
+  EXPECT_EQ(coll_barrier(comm), COLL_SUCCESS) << last_error(comm);
+  return comm;
+}
+
 // The survivors of `comm` form a communicator and check that each got the
 // same agreement: the rank with the fewest ranks gone and the one with the
 // most must match, and so must the smallest and largest flag.
@@ -81,9 +89,8 @@ TEST(Agree, ARankFoundGoneIsLeftOutAndNamed) {
   run_ranks(
       kRanks,
       [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
+        coll_comm_t comm = joined(rank, n, id);
         ASSERT_NE(comm, nullptr);
-        ASSERT_EQ(coll_barrier(comm), COLL_SUCCESS) << last_error(comm);
         if (rank == 2) _exit(0);
         const auto start = Clock::now();
         const Agreed a = agree(comm, 0xf ^ (1 << rank));
@@ -107,9 +114,8 @@ void agree_past_a_dying_host(void (*arm)(int rank), void (*expect)(const Agreed&
   run_ranks(
       kRanks,
       [&](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t comm = init_or_die(rank, n, id);
+        coll_comm_t comm = joined(rank, n, id);
         ASSERT_NE(comm, nullptr);
-        ASSERT_EQ(coll_barrier(comm), COLL_SUCCESS) << last_error(comm);
         arm(rank);
         const auto start = Clock::now();
         const Agreed a = agree(comm, 0xf ^ (1 << rank));
@@ -155,6 +161,60 @@ TEST(Agree, ALateRankFindsTheDecisionAfterTheHostDied) {
         EXPECT_EQ(a.flag, 0) << "rank 0's decision, with every flag";
         EXPECT_TRUE(a.gone.empty());
       });
+}
+
+// Rank 1 comes 3 s late, past the 2 s timeout: rank 0 decides without it,
+// commits, and is killed. Ranks 2 and 3 return that decision and live on;
+// rank 1, now the lowest live rank, must take their kept decision (which
+// names it gone), not decide anew.
+TEST(Agree, ALateRankTakesTheDecisionTheOthersKept) {
+  RankOptions options{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "2000"}}, .killed_rank = 0};
+  run_ranks(
+      kRanks,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = joined(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        if (rank == 0) test_hooks::agree_committed = [] { raise(SIGKILL); };
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+        int flag = 0xf ^ (1 << rank), gone[kRanks], ngone = -1;
+        const coll_result_t r = coll_comm_agree(comm, &flag, gone, &ngone);
+        std::printf("rank %d: agree returned %d: %s\n", rank, r, last_error(comm).c_str());
+        ASSERT_EQ(r, COLL_SUCCESS) << last_error(comm);
+        EXPECT_EQ(flag, 0x2) << "rank " << rank << ": not the dead host's decision";
+        ASSERT_EQ(ngone, 1);
+        EXPECT_EQ(gone[0], 1);
+        if (rank != 1) std::this_thread::sleep_for(std::chrono::seconds(4));  // alive while rank 1 looks
+        coll_comm_destroy(comm);
+      },
+      options);
+}
+
+// Rank 3 destroys its communicator after an agreement (and lives on): the
+// standby store that its agreement left must close with it, so the others'
+// shrink finds it gone at once, not after the timeout.
+TEST(Agree, ADestroyedCommunicatorsMeetingsEndWithIt) {
+  run_ranks(
+      kRanks,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(agree(comm, 1).flag, 1);
+        if (rank == 3) {
+          coll_comm_destroy(comm);
+          std::this_thread::sleep_for(std::chrono::seconds(3));
+          return;
+        }
+        const auto start = Clock::now();
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        EXPECT_LT(ms_since(start), 2500.0) << "the destroyed communicator's standby was still listening";
+        int size = 0;
+        coll_comm_size(survivors, &size);
+        EXPECT_EQ(size, kRanks - 1);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      kOptions);
 }
 
 }  // namespace

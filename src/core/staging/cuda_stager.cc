@@ -143,9 +143,15 @@ class CudaStager final : public Stager {
     if (t.gate == 0 && !t.on_host) return;  // never entered
     // After a failure copies may still be in flight into the caller's
     // buffers: let them stop before the stream goes on (errors ignored).
+    // Waited for up to the timeout only before the gate opens: in a stalled
+    // device they may be queued behind the gate's own wait.
+    const auto start = std::chrono::steady_clock::now();
+    for (cudaStream_t s : streams_)
+      while (cudaStreamQuery(s) == cudaErrorNotReady &&
+             std::chrono::steady_clock::now() - start < std::chrono::milliseconds(timeout_ms_))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (!t.on_host) std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(flag_)).store(t.gate, std::memory_order_release);
     for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
-    if (t.on_host) return;
-    std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(flag_)).store(t.gate, std::memory_order_release);
   }
 
  private:
@@ -195,6 +201,9 @@ class CudaStager final : public Stager {
         found == cudaDriverEntryPointSuccess)
       wait_value_ = reinterpret_cast<WaitValue32>(fn);
     const int64_t sync = config::get_int("COLL_DEVICE_HOST_SYNC");
+    if (sync < -1 || sync > 1)
+      fail(Code::kInvalidArgument, "COLL_DEVICE_HOST_SYNC=", sync,
+           ": -1 (auto), 0 (hold the stream) or 1 (wait on the host)");
     const char* queues = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
     const char* loading = std::getenv("CUDA_MODULE_LOADING");
     const bool few_queues = queues != nullptr && std::atoi(queues) > 0 && std::atoi(queues) < 8;
