@@ -123,6 +123,11 @@ const std::vector<Setting>& settings() {
       {"COLL_ROOT_LISTEN_FD", "int", "-1", "",
        "set by collrun in rank 0: the store's listening socket, already bound, inherited (no port race)"},
       {"COLL_JOB_SECRET", "string", "", "", "32 hex digits shared by all ranks; every connection proves it knows them"},
+      {"COLL_SPARES_DIR", "string", "", "",
+       "set by collrun --spares (or by hand, on a shared filesystem): where a growing communicator's rank 0 offers "
+       "seats to the spares"},
+      {"COLL_SPARE", "int", "", "",
+       "set by collrun --spares on the spares: coll_comm_init_from_env waits for a communicator to grow and joins it"},
       {"COLL_LIBRARY", "string", "", "",
        "read by the Python package (import coll): the path of the libcoll it loads (docs/PYTHON.md)"},
       {"COLL_INCLUDE", "string", "", "",

@@ -67,4 +67,15 @@ echo "$out"
 grep -qxF "going on with 3 ranks from step 5" <<<"$out" || fail "shrink: the survivors did not shrink"
 grep -qxF "rank 0 of 3: w = -0.24 -0.48 -0.72 -0.96" <<<"$out" || fail "shrink: wrong final model"
 
+stage "running collrun --spares 2 --grace 600 -n 8 elastic_train (two ranks killed, two spares take their places)"
+status=0
+out=$(LD_LIBRARY_PATH=$LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} COLL_TIMEOUT_MS=20000 timeout 120 \
+  "$COLLRUN" --spares 2 --grace 600 -n 8 "$TMP/examples-build/elastic_train" 2>&1) || status=$?
+echo "$out"
+[[ $status -eq 137 ]] || fail "elastic_train: collrun exited with $status, not 137 (ranks killed by SIGKILL)"
+grep -q "^step 23 failed; lost 3 step(s) since the checkpoint at step 20" <<<"$out" || fail "elastic_train: first recovery"
+grep -q "^step 41 failed; lost 1 step(s) since the checkpoint at step 40" <<<"$out" || fail "elastic_train: second recovery"
+grep -qxF "8 ranks after 60 steps: the model equals a run without failures, bit for bit" <<<"$out" ||
+  fail "elastic_train: the model is not that of a run without failures"
+
 stage "PASS"
