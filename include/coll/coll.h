@@ -303,8 +303,9 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, col
  * this rank itself, is COLL_INVALID_ARGUMENT. If the host of the meeting
  * dies after deciding and a rank it had let in does not reach the next
  * host, no communicator is formed: COLL_REMOTE_ERROR on every survivor.
- * A rank whose communicator already hosted a shrink cannot host another:
- * COLL_INVALID_USAGE. The old communicator must still be destroyed. */
+ * A shrink that failed (a rank died while the members joined) may be
+ * called again on the same communicator. The old communicator must still
+ * be destroyed. */
 COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm);
 
 /* New ranks join: as NCCL's ncclCommGrow. Rank 0 of comm gets an id with

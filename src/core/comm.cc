@@ -179,9 +179,8 @@ Communicator::~Communicator() {
   // Only the job's first communicator says goodbye: the store serves the job.
   if (store_ && prefix_.empty()) store_->bye(nranks_);
   // Meetings end with us: a listener left behind would look alive to the
-  // others' probes. A shrink's host keeps serving its members' communicator,
-  // whose goodbyes end it.
-  if (standby_server_ != nullptr && !hosted_shrink_) standby_server_->stop();
+  // others' probes.
+  if (standby_server_ != nullptr) standby_server_->stop();
 }
 
 // The unit of pipelining. A device operation moved in place (run_direct)

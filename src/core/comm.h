@@ -226,9 +226,11 @@ class Communicator final : private FastPathHost {
     bool replacement = false;
     bool arrived = false;
   };
-  std::string meet(Meeting& meeting, const std::vector<int>& mine, std::vector<bool>& out, const Deadline& deadline);
+  // `joined`: where the members' new communicator meets (the host's word).
+  std::string meet(Meeting& meeting, const std::vector<int>& mine, std::vector<bool>& out, const Deadline& deadline,
+                   bootstrap::UniqueId& joined);
   std::string decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
-                             const Deadline& deadline);
+                             const Deadline& deadline, bootstrap::UniqueId& joined);
   std::unique_ptr<Communicator> join_members(const bootstrap::UniqueId& id, const std::string& members);
   // meeting.cc: this rank's arrival at the host's store (served from here
   // when we are the host), under keys that begin with `keys`, with its
@@ -268,9 +270,9 @@ class Communicator final : private FastPathHost {
   net::Fd standby_;
   net::SockAddr standby_bound_;
   std::vector<std::string> standby_addresses_;
-  bool hosted_shrink_ = false;  // a host serves one shrink: the members' new communicator meets there
-  int agreements_ = 0;          // keeps each agreement's keys apart at its host
+  int agreements_ = 0;  // keeps each agreement's keys apart at its host
   int shrinks_ = 0;
+  mutable std::vector<char> found_gone_;              // by standby_gone, for good
   std::string shrink_keys_;                           // this shrink's, at its host's store
   bootstrap::StoreServer* standby_server_ = nullptr;  // serving meetings on standby_ (meeting.cc)
   std::vector<std::vector<int>> nodes_;               // the ranks of each node

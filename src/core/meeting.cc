@@ -54,9 +54,14 @@ bool refuses(const std::string& address) {
 
 using meeting::refuses;
 
+// A rank found gone stays gone (its communicator or process ended): later
+// meetings leave it out without probing it again.
 bool Communicator::standby_gone(int r) const {
+  if (found_gone_.empty()) found_gone_.assign(static_cast<size_t>(nranks_), 0);
+  if (found_gone_[static_cast<size_t>(r)]) return true;
   const bool gone = refuses(standby_addresses_[static_cast<size_t>(r)]);
   if (gone) log::warn(log::kInit, "rank ", r, " is gone (its standby socket refuses connections): left out");
+  found_gone_[static_cast<size_t>(r)] = gone;
   return gone;
 }
 
@@ -103,6 +108,8 @@ std::vector<std::optional<std::string>> Communicator::gather(bootstrap::StoreCli
                                                              const Deadline& deadline) {
   const size_t n = static_cast<size_t>(nranks_);
   std::vector<std::optional<std::string>> brought(n);
+  for (size_t r = 0; r < found_gone_.size(); ++r)
+    if (found_gone_[r]) out[r] = true;  // known gone: not waited for
   auto next_probe = std::chrono::steady_clock::now() + meeting::kProbeEvery;
   for (;;) {
     for (size_t r = 0; r < n; ++r) {

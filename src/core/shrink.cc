@@ -30,6 +30,7 @@
 // that had recorded a guest's arrival makes the next one a replacement.)
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/bootstrap.h"
 #include "bootstrap/store_client.h"
 #include "core/comm.h"
 #include "core/meeting.h"
@@ -70,13 +71,14 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   for (int host = 0;; ++host) {
     if (out[static_cast<size_t>(host)]) continue;
     if (host == rank_ || !standby_gone(host)) {
-      // Each host's meeting is a job of its own (its secret, its segments),
-      // so that one which a dead host left half made never meets the next.
-      const bootstrap::UniqueId id = standby_id(host);
+      // Each shrink's new communicator is a job of its own (its store, its
+      // secret, its segments), so that one which a dead host or a failed
+      // join left half made never meets the next.
+      bootstrap::UniqueId id;
       Meeting meeting{host, lost_a_host};
       std::string members;
       try {
-        members = meet(meeting, mine, out, Deadline::after_ms(timeout_ms_));
+        members = meet(meeting, mine, out, Deadline::after_ms(timeout_ms_), id);
         if (members.empty() || members[0] != kNoMembers) return join_members(id, members);
       } catch (const Error& e) {
         if (host == rank_ || e.code() != Code::kRemote || !host_gone(host)) throw;
@@ -116,17 +118,20 @@ std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::Unique
 // Meets the other survivors at the host's store (served here when we are
 // the host) and returns the members the host decided on.
 std::string Communicator::meet(Meeting& meeting, const std::vector<int>& mine, std::vector<bool>& out,
-                               const Deadline& deadline) {
+                               const Deadline& deadline, bootstrap::UniqueId& joined) {
   const int host = meeting.host;
-  if (host == rank_) {
-    if (hosted_shrink_) fail(Code::kInvalidUsage, "comm_shrink on rank ", rank_, ": this communicator shrank before");
-    hosted_shrink_ = true;
-  }
   auto store = arrive(meeting, shrink_keys_, mine, "", deadline);
-  if (host == rank_) return decide_members(*store, meeting.replacement, out, deadline);
+  if (host == rank_) return decide_members(*store, meeting.replacement, out, deadline, joined);
   if (test_hooks::shrink_reading_members != nullptr) test_hooks::shrink_reading_members();
-  return store->get(shrink_keys_ + "members", Deadline::after_ms(2 * timeout_ms_ + 1000),
-                    str_cat("rank ", host, " (the lowest survivor) to say who is in"));
+  const std::string members = store->get(shrink_keys_ + "members", Deadline::after_ms(2 * timeout_ms_ + 1000),
+                                         str_cat("rank ", host, " (the lowest survivor) to say who is in"));
+  if (members.empty() || members[0] != kNoMembers) {  // where the members meet: "secret address"
+    const std::string where = store->get(shrink_keys_ + "store", Deadline::after_ms(timeout_ms_), "");
+    const size_t space = where.find(' ');
+    joined.secret = auth::secret_from_hex(where.substr(0, space), "the shrink's store secret");
+    joined.store_address = where.substr(space + 1);
+  }
+  return members;
 }
 
 // The host's part. It waits for every rank not yet out, looking at the
@@ -135,7 +140,7 @@ std::string Communicator::meet(Meeting& meeting, const std::vector<int>& mine, s
 // for), and the ranks still missing are probed, so that one found gone
 // meanwhile is left out at once. Then it publishes the members.
 std::string Communicator::decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
-                                         const Deadline& deadline) {
+                                         const Deadline& deadline, bootstrap::UniqueId& joined) {
   const size_t n = static_cast<size_t>(nranks_);
   const auto arrived = gather(store, shrink_keys_, replacement, out, deadline);
   std::vector<int> missing;
@@ -156,6 +161,9 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, bool rep
   for (size_t r = 0; r < n; ++r)
     if (arrived[r] && !out[r]) members.push_back(static_cast<int>(r));
   const std::string text = meeting::join(members);
+  joined = bootstrap::create_unique_id();  // the new communicator's store, here
+  store.set(shrink_keys_ + "store", str_cat(auth::to_hex(joined.secret), " ", joined.store_address),
+            Deadline::after_ms(timeout_ms_));
   store.set(shrink_keys_ + "members", text, Deadline::after_ms(timeout_ms_));
   if (test_hooks::shrink_decided != nullptr) test_hooks::shrink_decided();
   return text;
