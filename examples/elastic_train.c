@@ -110,6 +110,7 @@ static int rebuild(int resume) {
   holders(comm, rank_of_shard);
   for (int j = 0; j < info[1]; ++j) { /* the orphan's right neighbour has its copy */
     const int d = info[2 + j], from = rank_of_shard[(d + 1) % kShards], to = rank_of_shard[d];
+    if (!held[(d + 1) % kShards]) die("rebuilding a shard whose buddy died too (no copy is left)", comm);
     if (rank == from) CHECK(coll_send(s.buddy[k], kLen, COLL_UINT64, to, comm, NULL), comm);
     if (rank == to) {
       CHECK(coll_recv(s.saved[k], kLen, COLL_UINT64, from, comm, NULL), comm);
@@ -130,6 +131,7 @@ static int recover(int step, double failed_at) {
   /* The newest checkpoint every survivor has finished, then agreed on. */
   int newest = s.saved_step[0] > s.saved_step[1] ? s.saved_step[0] : s.saved_step[1];
   CHECK(coll_allreduce(&newest, &newest, 1, COLL_INT32, COLL_MIN, survivors, NULL), survivors);
+  if (newest < 0) die("finding a checkpoint every survivor has (a rank died while one was being made)", survivors);
   int have = s.saved_step[newest / kEvery % 2] == newest, n;
   CHECK(coll_comm_agree(survivors, &have, NULL, NULL), survivors);
   if (!have) die("agreeing on a checkpoint all survivors have", survivors);

@@ -179,8 +179,9 @@ Communicator::~Communicator() {
   // Only the job's first communicator says goodbye: the store serves the job.
   if (store_ && prefix_.empty()) store_->bye(nranks_);
   // Meetings end with us: a listener left behind would look alive to the
-  // others' probes.
-  if (standby_server_ != nullptr) standby_server_->stop();
+  // others' probes. Not a shrink's host's: a slow survivor must still read
+  // who is in there, rather than find the host gone and go on alone.
+  if (standby_server_ != nullptr && !hosted_shrink_) standby_server_->stop();
 }
 
 // The unit of pipelining. A device operation moved in place (run_direct)

@@ -272,6 +272,7 @@ class Communicator final : private FastPathHost {
   std::vector<std::string> standby_addresses_;
   int agreements_ = 0;  // keeps each agreement's keys apart at its host
   int shrinks_ = 0;
+  bool hosted_shrink_ = false;                        // its standby then serves to the end of the process
   mutable std::vector<char> found_gone_;              // by standby_gone, for good
   std::string shrink_keys_;                           // this shrink's, at its host's store
   bootstrap::StoreServer* standby_server_ = nullptr;  // serving meetings on standby_ (meeting.cc)

@@ -42,7 +42,8 @@ std::unique_ptr<Communicator> Communicator::grow(int nnew, const coll_unique_id_
             " in all");
   // A member that died before joining fails the growth on every other
   // member within the timeout; this communicator is left as it was.
-  return std::make_unique<Communicator>(nranks_ + nnew, job, rank_, "", timeout_ms_, timeout_ms_);
+  // Rank 0's process serves the store already: a refusal means it is gone.
+  return std::make_unique<Communicator>(nranks_ + nnew, job, rank_, "", timeout_ms_, timeout_ms_, Store::kRunning);
 }
 
 }  // namespace coll

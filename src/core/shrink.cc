@@ -162,6 +162,7 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, bool rep
     if (arrived[r] && !out[r]) members.push_back(static_cast<int>(r));
   const std::string text = meeting::join(members);
   joined = bootstrap::create_unique_id();  // the new communicator's store, here
+  hosted_shrink_ = true;
   store.set(shrink_keys_ + "store", str_cat(auth::to_hex(joined.secret), " ", joined.store_address),
             Deadline::after_ms(timeout_ms_));
   store.set(shrink_keys_ + "members", text, Deadline::after_ms(timeout_ms_));

@@ -79,7 +79,8 @@ using Param = std::tuple<std::string, std::string>;  // phase, transports
 class KillAnytime : public ::testing::TestWithParam<Param> {};
 
 TEST_P(KillAnytime, SurvivorsRecoverOrNameTheCause) {
-  const auto& [phase, transports] = GetParam();
+  // Plain names, not a structured binding: clang 14 cannot capture one in a lambda.
+  const std::string phase = std::get<0>(GetParam()), transports = std::get<1>(GetParam());
   std::mt19937 random(static_cast<unsigned>(std::hash<std::string>{}(phase + transports)));
   for (int trial = 0; trial < 3; ++trial) {
     const int delay_ms = static_cast<int>(random() % 41);
