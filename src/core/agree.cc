@@ -23,7 +23,6 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bootstrap/store_client.h"
-#include "bootstrap/store_protocol.h"
 #include "core/comm.h"
 #include "core/meeting.h"
 #include "core/test_hooks.h"
@@ -138,13 +137,10 @@ void Communicator::keep_decision(const std::string& keys, const std::string& dec
 // within a second (it may be slow, or still in the agreement itself).
 std::string Communicator::kept_decision(int r, const std::string& keys) {
   try {
-    const bootstrap::UniqueId id = standby_id(r);
     const Deadline deadline = Deadline::after_ms(1000);
-    const std::string& address = id.store_address;
-    bootstrap::StoreClient store(id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail,
-                                 [address] { return meeting::refuses(address); });
-    store.get(str_cat(keys, "commit"), deadline, "");
-    return store.get(str_cat(keys, "decision"), deadline, "");
+    auto store = standby_store(r, deadline);
+    store->get(str_cat(keys, "commit"), deadline, "");
+    return store->get(str_cat(keys, "decision"), deadline, "");
   } catch (const Error&) {
     return "";
   }

@@ -218,6 +218,8 @@ class Communicator final : private FastPathHost {
   bool standby_gone(int r) const;
   bool host_gone(int host) const;  // looks again for a second: a dying host closes its listener last
   bootstrap::UniqueId standby_id(int host) const;
+  // A client of rank r's standby store (a refusal: r is gone, kRemote).
+  std::unique_ptr<bootstrap::StoreClient> standby_store(int r, const Deadline& deadline) const;
   // `arrived`: set once the host recorded this rank's arrival. A host that
   // is a `replacement` (one this rank had arrived at died) forms no
   // communicator without every rank not found gone (see shrink.cc).

@@ -83,19 +83,23 @@ bootstrap::UniqueId Communicator::standby_id(int host) const {
   return id;
 }
 
+// Every standby socket listens from init: a refusal means its rank is
+// gone, whether it comes at once or while we wait for the rank to serve.
+std::unique_ptr<bootstrap::StoreClient> Communicator::standby_store(int r, const Deadline& deadline) const {
+  const bootstrap::UniqueId id = standby_id(r);
+  const std::string address = id.store_address;
+  return std::make_unique<bootstrap::StoreClient>(
+      id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail,
+      r == rank_ ? std::function<bool()>() : [address] { return refuses(address); });
+}
+
 std::unique_ptr<bootstrap::StoreClient> Communicator::arrive(Meeting& meeting, const std::string& keys,
                                                              const std::vector<int>& mine, const std::string& brought,
                                                              const Deadline& deadline) {
   const int host = meeting.host;
-  const bootstrap::UniqueId id = standby_id(host);
   if (host == rank_ && standby_.valid())  // serves from the first meeting it hosts on
-    standby_server_ = bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, id.secret);
-  // Every standby socket listens from init: a refusal means the host is
-  // gone, whether it comes at once or while we wait for the host to serve.
-  const std::string& address = id.store_address;
-  auto store = std::make_unique<bootstrap::StoreClient>(
-      id, deadline, bootstrap::kStoreClientIdentity, net::Refused::kFail,
-      host == rank_ ? std::function<bool()>() : [address] { return refuses(address); });
+    standby_server_ = bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, standby_id(host).secret);
+  auto store = standby_store(host, deadline);
   store->set(str_cat(keys, "in/", rank_),
              str_cat(meeting.replacement ? meeting::kLostHost : "", meeting::join(mine), "|", brought), deadline);
   store->add(str_cat(keys, "arrived/", rank_), 1, deadline);

@@ -4,6 +4,7 @@
 // their communicator can still be shrunk. The grow id goes from rank 0 to
 // the spares through a file, as a launcher's would.
 #include "support/clock.h"
+#include "support/comm_checks.h"
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
@@ -70,14 +71,7 @@ coll_comm_t join_as_spare(int size, int rank) {
 
 // The new communicator's size, this rank's place in it, and exact sums.
 void expect_works(coll_comm_t comm, int size, int rank) {
-  int got_size = -1, got_rank = -1;
-  coll_comm_size(comm, &got_size);
-  coll_comm_rank(comm, &got_rank);
-  EXPECT_EQ(got_size, size);
-  EXPECT_EQ(got_rank, rank);
-  int64_t sum = rank + 1;
-  ASSERT_EQ(coll_allreduce(&sum, &sum, 1, COLL_INT64, COLL_SUM, comm, nullptr), COLL_SUCCESS) << last_error(comm);
-  EXPECT_EQ(sum, int64_t{size} * (size + 1) / 2);
+  if (!expect_place_and_sum(comm, size, rank)) return;
   std::vector<float> v(10007, static_cast<float>(rank));
   ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
   for (float x : v) ASSERT_EQ(x, static_cast<float>(size * (size - 1) / 2));

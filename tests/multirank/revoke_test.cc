@@ -4,6 +4,7 @@
 // COLL_REVOKED long before their timeout, every later call is COLL_REVOKED,
 // and the communicator can still be shrunk into a working one.
 #include "support/clock.h"
+#include "support/comm_checks.h"
 #include "support/handshake.h"
 #include "support/multirank.h"
 
@@ -35,14 +36,7 @@ void later_calls_are_revoked_and_shrink_works(coll_comm_t comm, int rank) {
   EXPECT_EQ(coll_barrier(comm), COLL_REVOKED) << last_error(comm);
   coll_comm_t fresh = nullptr;
   ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &fresh), COLL_SUCCESS) << last_error(comm);
-  int size = 0, new_rank = -1;
-  coll_comm_size(fresh, &size);
-  coll_comm_rank(fresh, &new_rank);
-  EXPECT_EQ(size, kRanks);
-  EXPECT_EQ(new_rank, rank);
-  int64_t sum = rank + 1;
-  EXPECT_EQ(coll_allreduce(&sum, &sum, 1, COLL_INT64, COLL_SUM, fresh, nullptr), COLL_SUCCESS) << last_error(fresh);
-  EXPECT_EQ(sum, kRanks * (kRanks + 1) / 2);
+  expect_place_and_sum(fresh, kRanks, rank);
   EXPECT_EQ(coll_comm_destroy(fresh), COLL_SUCCESS);
 }
 
