@@ -30,6 +30,7 @@
 #include "base/error.h"
 #include "base/socket.h"
 #include "bootstrap/emulated_node.h"
+#include "bootstrap/spares.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -42,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -171,21 +173,6 @@ void drain(int rank, Rank& r, bool final) {
     emit(rank, r.partial);
     r.partial.clear();
   }
-}
-
-// Whether spare k took a seat (bootstrap/spares.cc names it in the seat's file).
-bool took_seat(const std::string& dir, int k) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().filename().string().find(".seat") == std::string::npos) continue;
-    std::FILE* f = std::fopen(entry.path().c_str(), "r");
-    if (f == nullptr) continue;
-    int who = -1;
-    const bool named = std::fscanf(f, "%d", &who) == 1;
-    std::fclose(f);
-    if (named && who == k) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -345,7 +332,6 @@ int main(int argc, char** argv) {
   bool terminated = false, killed = false;
   int running = nprocs;
   int members_running = opt.nranks;
-  bool spares_ended = false;
 
   while (running > 0) {
     // Output, or a 50 ms tick.
@@ -384,14 +370,15 @@ int main(int argc, char** argv) {
       }
     }
 
-    if (members_running == 0 && running > 0 && !spares_ended) {  // the spares left waiting
+    // The spares left waiting, now or later (one whose growth failed waits again).
+    if (members_running == 0 && running > 0) {
+      const std::set<int> seated = coll::bootstrap::seated_spares(spares_dir);
       for (int r = opt.nranks; r < nprocs; ++r) {
         Rank& rk = ranks[static_cast<size_t>(r)];
-        if (!rk.running || took_seat(spares_dir, r - opt.nranks)) continue;
+        if (!rk.running || rk.spare_ended || seated.count(r - opt.nranks) > 0) continue;
         kill(-rk.pid, SIGTERM);
         rk.spare_ended = true;
       }
-      spares_ended = true;
     }
     if (g_signal != 0 && first_failure == 0) {
       first_failure = 128 + g_signal;

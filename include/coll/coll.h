@@ -152,7 +152,7 @@ COLL_API coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks,
  * builds with MPI. COLL_INVALID_USAGE if none is found. A spare (COLL_SPARE
  * set by the launcher, as collrun --spares does, with COLL_SPARES_DIR) waits
  * here, without limit, until a communicator grows (coll_comm_grow), and joins
- * it at the first seat offered. */
+ * it at the first seat offered; if that growth fails, it waits for the next. */
 COLL_API coll_result_t coll_comm_init_from_env(coll_comm_t* comm);
 
 /* Releases the communicator: waits for nothing, closes connections, frees
@@ -319,11 +319,15 @@ COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ran
  * rank after the survivors; exchange who stands for whom on *newcomm). Under
  * a launcher that keeps spares (COLL_SPARES_DIR), rank 0 may pass id NULL:
  * coll makes one and the spares waiting in coll_comm_init_from_env take the
- * new ranks. A
- * member or new rank that does not join fails the growth on the others with
- * COLL_TIMEOUT within comm's timeout, naming it, and comm stays as it was. A
- * process with the wrong id or secret is refused by the store and the
- * others go on. comm must still be destroyed. */
+ * new ranks (a spare whose growth fails waits for the next). Members that
+ * pass different nnew get COLL_INVALID_ARGUMENT, and the others, when rank 0
+ * has no id, COLL_REMOTE_ERROR: all at once. A member or new rank that does
+ * not join fails the growth on the others with COLL_TIMEOUT within comm's
+ * timeout, naming it, and comm stays as it was: the members agree (on comm)
+ * that every one of them joined, or all fail and close their new
+ * communicators, whose new ranks' calls then fail. A process with the wrong id
+ * or secret is refused by the store and the others go on. comm must still
+ * be destroyed. */
 COLL_API coll_result_t coll_comm_grow(coll_comm_t comm, int nnew, const coll_unique_id_t* id, coll_comm_t* newcomm);
 
 /* As ULFM's MPI_Comm_agree: every live rank calls it, also on a

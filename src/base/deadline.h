@@ -63,4 +63,30 @@ class Deadline {
   mutable Clock::time_point end_{};
 };
 
+// When to look again at a peer that a wait depends on (whether it is
+// gone): soon at first, then less and less often, up to every 2 s, so that
+// a long wait neither costs much nor fills the peer's listen queue with looks.
+class Looks {
+ public:
+  Looks() : next_(Deadline::Clock::now() + std::chrono::milliseconds(kFirstMs)) {}
+  // Whether a look is due now; if so, the next one is scheduled.
+  bool due() {
+    const auto now = Deadline::Clock::now();
+    if (now < next_) return false;
+    every_ms_ = every_ms_ * 2 > kMaxMs ? kMaxMs : every_ms_ * 2;
+    next_ = now + std::chrono::milliseconds(every_ms_);
+    return true;
+  }
+  // Milliseconds until the next look is due, at least 1 and at most `cap`.
+  int until_due_ms(int cap) const {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_ - Deadline::Clock::now()).count();
+    return left < 1 ? 1 : (left > cap ? cap : static_cast<int>(left));
+  }
+
+ private:
+  static constexpr int kFirstMs = 200, kMaxMs = 2000;
+  int every_ms_ = kFirstMs;
+  Deadline::Clock::time_point next_;
+};
+
 }  // namespace coll

@@ -10,15 +10,21 @@
 
 namespace coll::bootstrap {
 
-UniqueId create_unique_id() {
+HostedId host_unique_id() {
   std::string ifname;
   net::SockAddr addr = net::choose_interface(&ifname);
-  UniqueId id;
-  id.secret = auth::random_secret();
-  StoreServer* server = StoreServer::start(addr, id.secret);
-  id.store_address = server->address().to_string();
-  log::info(log::kBoot, "new unique id: store on ", id.store_address, " (", ifname, ")");
-  return id;
+  HostedId hosted;
+  hosted.id.secret = auth::random_secret();
+  hosted.server = StoreServer::start(addr, hosted.id.secret);
+  hosted.id.store_address = hosted.server->address().to_string();
+  log::info(log::kBoot, "new unique id: store on ", hosted.id.store_address, " (", ifname, ")");
+  return hosted;
+}
+
+UniqueId create_unique_id() { return host_unique_id().id; }
+
+void HostedId::stop() const {
+  if (server != nullptr) server->stop();
 }
 
 namespace {

@@ -35,30 +35,41 @@ void StoreClient::await_greeting(const std::function<bool()>& gone, const Deadli
   }
 }
 
+// A request whose reply did not come whole (a timeout, an abort) leaves
+// that reply on its way: the connection is closed, so that no later
+// request takes it for its own.
 std::string StoreClient::request(uint32_t op, const std::string& key, const std::string& value,
-                                 const Deadline& deadline, const std::string& waiting_for) {
+                                 const Deadline& deadline, const std::string& waiting_for, bool* absent) {
   std::string what = str_cat("bootstrap store at ", address_);
+  if (!fd_.valid())
+    fail(Code::kRemote, what, ": this connection was closed after an earlier request got no answer in time");
   StoreRequestHeader h{op, static_cast<uint32_t>(key.size()), value.size()};
   std::string bad = validate_request(h);
   if (!bad.empty()) fail(Code::kInternal, "store request for '", key, "': ", bad);
   std::string frame(reinterpret_cast<const char*>(&h), sizeof(h));
   frame += key;
   frame += value;
-  net::send_all(fd_.get(), frame.data(), frame.size(), deadline, what);
-  StoreReplyHeader r{};
   try {
-    net::recv_all(fd_.get(), &r, sizeof(r), deadline, what);
-  } catch (const Error& e) {
-    if (e.code() == Code::kTimeout && !waiting_for.empty())
-      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") waiting for ",
-           waiting_for, " (store key '", key, "')");
+    net::send_all(fd_.get(), frame.data(), frame.size(), deadline, what);
+    StoreReplyHeader r{};
+    try {
+      net::recv_all(fd_.get(), &r, sizeof(r), deadline, what);
+    } catch (const Error& e) {
+      if (e.code() == Code::kTimeout && !waiting_for.empty())
+        fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") waiting for ",
+             waiting_for, " (store key '", key, "')");
+      throw;
+    }
+    if (absent != nullptr) *absent = r.status == kAbsent && r.value_len == 0;
+    if ((r.status != 0 && (absent == nullptr || !*absent)) || r.value_len > kMaxValueBytes)
+      fail(Code::kRemote, what, " answered '", key, "' with status ", r.status, ", length ", r.value_len);
+    std::string out(r.value_len, '\0');
+    if (r.value_len > 0) net::recv_all(fd_.get(), out.data(), out.size(), deadline, what);
+    return out;
+  } catch (const Error&) {
+    fd_.reset();
     throw;
   }
-  if (r.status != 0 || r.value_len > kMaxValueBytes)
-    fail(Code::kRemote, what, " answered '", key, "' with status ", r.status, ", length ", r.value_len);
-  std::string out(r.value_len, '\0');
-  if (r.value_len > 0) net::recv_all(fd_.get(), out.data(), out.size(), deadline, what);
-  return out;
 }
 
 void StoreClient::set(const std::string& key, const std::string& value, const Deadline& deadline) {
@@ -67,6 +78,26 @@ void StoreClient::set(const std::string& key, const std::string& value, const De
 
 std::string StoreClient::get(const std::string& key, const Deadline& deadline, const std::string& waiting_for) {
   return request(static_cast<uint32_t>(StoreOp::kGet), key, "", deadline, waiting_for);
+}
+
+// One WAIT per look, so that a key that comes is read at once, and a
+// writer found gone ends the wait within a look.
+std::string StoreClient::get(const std::string& key, const Deadline& deadline, const std::string& waiting_for,
+                             const std::function<bool()>& writer_gone) {
+  Looks looks;
+  for (;;) {
+    const int64_t hold = deadline.remaining_ms(looks.until_due_ms(1 << 30));
+    bool absent = false;
+    std::string value =
+        request(static_cast<uint32_t>(StoreOp::kWait), key,
+                std::string(reinterpret_cast<const char*>(&hold), sizeof(hold)), deadline, waiting_for, &absent);
+    if (!absent) return value;
+    if (deadline.expired())
+      fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") waiting for ",
+           waiting_for, " (store key '", key, "')");
+    if (looks.due() && writer_gone())
+      fail(Code::kRemote, "stopped waiting for ", waiting_for, " (store key '", key, "'): its writer is gone");
+  }
 }
 
 int64_t StoreClient::add(const std::string& key, int64_t delta, const Deadline& deadline) {

@@ -33,6 +33,10 @@ class StoreClient {
   // Waits until the key exists. `waiting_for` completes the timeout message,
   // e.g. "rank 3 to arrive".
   std::string get(const std::string& key, const Deadline& deadline, const std::string& waiting_for);
+  // The same, asking `writer_gone` now and then (Looks) while the key is
+  // missing: true ends the wait with kRemote, as the key will never come.
+  std::string get(const std::string& key, const Deadline& deadline, const std::string& waiting_for,
+                  const std::function<bool()>& writer_gone);
   int64_t add(const std::string& key, int64_t delta, const Deadline& deadline);
   // Best effort: the store may already be gone.
   void bye(int nranks) noexcept;
@@ -40,8 +44,9 @@ class StoreClient {
   const std::string& address() const { return address_; }
 
  private:
+  // `absent`, when given, is set on a kAbsent reply instead of failing.
   std::string request(uint32_t op, const std::string& key, const std::string& value, const Deadline& deadline,
-                      const std::string& waiting_for);
+                      const std::string& waiting_for, bool* absent = nullptr);
   void await_greeting(const std::function<bool()>& gone, const Deadline& deadline, const std::string& what);
 
   std::string address_;

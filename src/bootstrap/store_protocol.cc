@@ -7,12 +7,14 @@
 namespace coll::bootstrap {
 
 std::string validate_request(const StoreRequestHeader& h) {
-  if (h.op < static_cast<uint32_t>(StoreOp::kSet) || h.op > static_cast<uint32_t>(StoreOp::kBye))
+  if (h.op < static_cast<uint32_t>(StoreOp::kSet) || h.op > static_cast<uint32_t>(StoreOp::kWait))
     return str_cat("unknown op ", h.op);
   if (h.key_len == 0 || h.key_len > kMaxKeyBytes) return str_cat("key length ", h.key_len, " out of range");
   if (h.value_len > kMaxValueBytes) return str_cat("value length ", h.value_len, " over the limit");
   if (h.op == static_cast<uint32_t>(StoreOp::kAdd) && h.value_len != sizeof(int64_t)) return "ADD value is not 8 bytes";
   if (h.op == static_cast<uint32_t>(StoreOp::kGet) && h.value_len != 0) return "GET carries a value";
+  if (h.op == static_cast<uint32_t>(StoreOp::kWait) && h.value_len != sizeof(int64_t))
+    return "WAIT value is not 8 bytes";
   return {};
 }
 

@@ -5,8 +5,10 @@
 //   reply    {status u32, reserved u32, value_len u64} value
 //
 // SET stores a value; GET replies once the key exists (the server holds the
-// request until then); ADD adds a signed 64-bit value to a counter and
-// replies with the sum; BYE says this rank is done with the store.
+// request until then); WAIT is a GET held at most the milliseconds its
+// value gives (an int64), then answered kAbsent, so that the client can look
+// at the writer between waits; ADD adds a signed 64-bit value to a counter
+// and replies with the sum; BYE says this rank is done with the store.
 // Every length is bounded before anything is allocated for it.
 #pragma once
 
@@ -15,7 +17,8 @@
 
 namespace coll::bootstrap {
 
-enum class StoreOp : uint32_t { kSet = 1, kGet = 2, kAdd = 3, kBye = 4 };
+enum class StoreOp : uint32_t { kSet = 1, kGet = 2, kAdd = 3, kBye = 4, kWait = 5 };
+constexpr uint32_t kAbsent = 1;  // a reply's status: the WAIT's key was not written in time
 
 #pragma pack(push, 1)
 struct StoreRequestHeader {
@@ -24,7 +27,7 @@ struct StoreRequestHeader {
   uint64_t value_len;
 };
 struct StoreReplyHeader {
-  uint32_t status;  // 0: ok
+  uint32_t status;  // 0: ok; kAbsent
   uint32_t reserved;
   uint64_t value_len;
 };

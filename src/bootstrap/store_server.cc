@@ -7,6 +7,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -67,6 +68,7 @@ struct StoreServer::Conn {
   std::string in;
   std::string out;
   std::string waiting_key;  // a GET held until the key exists
+  std::chrono::steady_clock::time_point waiting_until = std::chrono::steady_clock::time_point::max();  // a WAIT's end
 };
 
 StoreServer::StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secret& secret)
@@ -99,13 +101,14 @@ void StoreServer::run() {
   // store (its thread, socket and connections) alive in the survivors.
   // The timeout bounds how late stop() and a stale handshake are noticed.
   while (!stopping_ && !every_rank_done()) {
-    int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), 500);
+    int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), next_wait_end_ms(500));
     for (int i = 0; i < n; ++i) {
       if (events[i].data.fd == listener_.get())
         accept_connections();
       else
         serve_connection(events[i].data.fd, events[i].events);
     }
+    end_waits();
     drop_silent_strangers();
   }
   shut_down();
@@ -126,8 +129,16 @@ bool StoreServer::open_epoll() {
 }
 
 // The job's size is known only from the first goodbye (it carries it), so
-// before any goodbye the store is never done.
-bool StoreServer::every_rank_done() const { return expected_byes_ > 0 && byes_ + gone_ >= expected_byes_; }
+// before any goodbye the store is never done. After one, the job is ending:
+// done when every rank said goodbye or died, or when no rank is connected
+// any more (one that never came, as in a join that failed, cannot).
+bool StoreServer::every_rank_done() const {
+  if (expected_byes_ <= 0) return false;
+  if (byes_ + gone_ >= expected_byes_) return true;
+  for (const auto& [fd, c] : conns_)
+    if (c->authenticated && !c->said_bye) return false;
+  return true;
+}
 
 void StoreServer::accept_connections() {
   for (;;) {  // the listener is non-blocking: take every pending connection
@@ -230,8 +241,16 @@ void StoreServer::apply(Conn& c, const StoreRequest& request) {
       on_set(c, request.key, request.value);
       break;
     case StoreOp::kGet:
-      on_get(c, request.key);
+      on_get(c, request.key, std::chrono::steady_clock::time_point::max());
       break;
+    case StoreOp::kWait: {
+      int64_t ms = 0;
+      std::memcpy(&ms, request.value.data(), sizeof(ms));
+      constexpr int64_t kMaxHoldMs = 3600 * 1000;  // a client asks for a look's time: seconds
+      on_get(c, request.key,
+             std::chrono::steady_clock::now() + std::chrono::milliseconds(std::clamp<int64_t>(ms, 0, kMaxHoldMs)));
+      break;
+    }
     case StoreOp::kAdd:
       on_add(c, request.key, request.value);
       break;
@@ -249,11 +268,47 @@ void StoreServer::on_set(Conn& c, const std::string& key, const std::string& val
 
 // A key that does not exist yet is waited for, not refused: ranks read what
 // others have not written yet, and the store is where they meet.
-void StoreServer::on_get(Conn& c, const std::string& key) {
-  if (data_.count(key))
+void StoreServer::on_get(Conn& c, const std::string& key, std::chrono::steady_clock::time_point until) {
+  if (data_.count(key)) {
     c.out += reply(0, data_[key]);
-  else
+  } else {
     c.waiting_key = key;
+    c.waiting_until = until;
+    std::vector<int>& fds = waiters_[key];
+    if (fds.empty() || fds.back() != c.fd.get()) fds.push_back(c.fd.get());  // a WAIT asked again: once
+    if (until != std::chrono::steady_clock::time_point::max()) wait_ends_.emplace(until, c.fd.get());
+  }
+}
+
+// Milliseconds until the first held WAIT ends, at most `cap`.
+int StoreServer::next_wait_end_ms(int cap) const {
+  if (wait_ends_.empty()) return cap;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wait_ends_.begin()->first -
+                                                                          std::chrono::steady_clock::now())
+                        .count() +
+                    1;
+  return static_cast<int>(std::clamp<int64_t>(left, 0, cap));
+}
+
+// A WAIT held to its end is answered kAbsent, and the requests behind it go
+// on. wait_ends_ may name WAITs answered since, or connections closed: the
+// connection must still hold a WAIT that ends then.
+void StoreServer::end_waits() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!wait_ends_.empty() && wait_ends_.begin()->first <= now) {
+    const auto [until, fd] = *wait_ends_.begin();
+    wait_ends_.erase(wait_ends_.begin());
+    auto it = conns_.find(fd);
+    if (it == conns_.end() || it->second->waiting_key.empty() || it->second->waiting_until != until) continue;
+    Conn& c = *it->second;
+    c.waiting_key.clear();
+    c.out += reply(kAbsent, "");
+    std::string why;
+    if (!process(c, &why))
+      close_conn(fd, why);
+    else if (!flush(c))
+      close_conn(fd, "");
+  }
 }
 
 // The counter is 8 bytes in host order; a key that holds anything else
@@ -278,13 +333,21 @@ void StoreServer::on_bye(Conn& c, const std::string& value) {
   c.out += reply(0, "");
 }
 
+// The connections that waited for the key, without a look at the others
+// (a large job's init sets a key per rank while most ranks wait). The list
+// may name connections closed or no longer waiting for it since.
 void StoreServer::serve_waiters(const std::string& key) {
-  for (auto& [fd, c] : conns_) {
-    if (c->waiting_key == key) {
-      c->waiting_key.clear();
-      c->out += reply(0, data_[key]);
-      flush(*c);
-    }
+  auto waiting = waiters_.find(key);
+  if (waiting == waiters_.end()) return;
+  const std::vector<int> fds = std::move(waiting->second);
+  waiters_.erase(waiting);
+  for (int fd : fds) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end() || it->second->waiting_key != key) continue;
+    Conn& c = *it->second;
+    c.waiting_key.clear();
+    c.out += reply(0, data_[key]);
+    flush(c);
   }
 }
 

@@ -13,10 +13,13 @@
 #include "base/socket.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 namespace coll::bootstrap {
 
@@ -52,7 +55,9 @@ class StoreServer {
   bool authenticate(Conn& c, std::string* why);
   void apply(Conn& c, const StoreRequest& request);
   void on_set(Conn& c, const std::string& key, const std::string& value);
-  void on_get(Conn& c, const std::string& key);
+  void on_get(Conn& c, const std::string& key, std::chrono::steady_clock::time_point until);
+  int next_wait_end_ms(int cap) const;
+  void end_waits();
   void on_add(Conn& c, const std::string& key, const std::string& value);
   void on_bye(Conn& c, const std::string& value);
   void serve_waiters(const std::string& key);
@@ -71,7 +76,9 @@ class StoreServer {
 
   // Touched by the serving thread alone.
   net::Fd epoll_;
-  std::map<int, std::unique_ptr<Conn>> conns_;  // by descriptor
+  std::map<int, std::unique_ptr<Conn>> conns_;                           // by descriptor
+  std::unordered_map<std::string, std::vector<int>> waiters_;            // descriptors held by a GET or WAIT, by key
+  std::multimap<std::chrono::steady_clock::time_point, int> wait_ends_;  // held WAITs' ends, and their descriptors
   std::map<std::string, std::string> data_;
   int byes_ = 0;
   int gone_ = 0;            // ranks whose first communicator left without a goodbye: they died

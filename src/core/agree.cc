@@ -79,7 +79,7 @@ int Communicator::agree(int flag, std::vector<int>* gone) {
 std::string Communicator::agree_at(Meeting& meeting, const std::string& keys, int flag, const std::vector<int>& mine,
                                    std::vector<bool>& out, std::string& carried) {
   const int host = meeting.host;
-  auto store = arrive(meeting, keys, mine, str_cat(flag, "|", carried), Deadline::after_ms(timeout_ms_));
+  auto store = arrive(meeting, keys, mine, str_cat(flag, "|", carried));
   if (host != rank_) {
     const Deadline wait = Deadline::after_ms(2 * timeout_ms_ + 1000);
     const std::string decision =
@@ -100,18 +100,8 @@ std::string Communicator::agree_at(Meeting& meeting, const std::string& keys, in
   // Every rank that came has the decision before any returns with it.
   // A rank that came and then went silent is not waited for past the
   // timeout: the commit goes on without its word.
-  const Deadline acks = Deadline::after_ms(timeout_ms_);
-  for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_ || !came[static_cast<size_t>(r)]) continue;
-    auto next_probe = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-    while (!acks.expired() && store->add(str_cat(keys, "have/", r), 0, Deadline::after_ms(timeout_ms_)) == 0) {
-      if (std::chrono::steady_clock::now() >= next_probe) {
-        if (standby_gone(r)) break;
-        next_probe = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
+  came[static_cast<size_t>(rank_)] = false;
+  await_marks(*store, keys + "have/", came, Deadline::after_ms(timeout_ms_), [](size_t) {});
   store->set(str_cat(keys, "commit"), "1", Deadline::after_ms(timeout_ms_));
   if (test_hooks::agree_committed != nullptr) test_hooks::agree_committed();
   return carried;
@@ -125,7 +115,7 @@ void Communicator::keep_decision(const std::string& keys, const std::string& dec
   try {
     Meeting here{rank_};
     const Deadline deadline = Deadline::after_ms(timeout_ms_);
-    auto store = arrive(here, keys, {}, "", deadline);
+    auto store = arrive(here, keys, {}, "");
     store->set(str_cat(keys, "decision"), decision, deadline);
     store->set(str_cat(keys, "commit"), "1", deadline);
   } catch (const Error& e) {  // the decision stands; only a late rank would miss it here

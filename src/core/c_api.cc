@@ -10,6 +10,7 @@
 #include <coll/coll.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <deque>
 #include <mutex>
@@ -97,7 +98,8 @@ int64_t init_timeout_from_env(int64_t timeout_ms) {
 }
 
 coll_result_t init_rank(coll_comm_t* comm, int nranks, const coll::bootstrap::UniqueId* id_or_null,
-                        const coll_unique_id_t* raw, int rank, const coll_config_t* config = nullptr) {
+                        const coll_unique_id_t* raw, int rank, const coll_config_t* config = nullptr,
+                        coll::Communicator::Store store = coll::Communicator::Store::kStarting) {
   return guarded(nullptr, [&] {
     if (comm == nullptr) fail(Code::kInvalidArgument, "comm: null pointer");
     *comm = nullptr;
@@ -119,9 +121,42 @@ coll_result_t init_rank(coll_comm_t* comm, int nranks, const coll::bootstrap::Un
     if (init_timeout_ms == 0) init_timeout_ms = init_timeout_from_env(timeout_ms);
     coll::bootstrap::UniqueId id = id_or_null ? *id_or_null : coll::bootstrap::UniqueId::decode(*raw);
     auto handle = std::make_unique<coll_comm>();
-    handle->impl = std::make_unique<coll::Communicator>(nranks, id, rank, "", timeout_ms, init_timeout_ms);
+    handle->impl = std::make_unique<coll::Communicator>(nranks, id, rank, "", timeout_ms, init_timeout_ms, store);
     *comm = handle.release();
   });
+}
+
+// A spare (COLL_SPARE): waits for a seat a growing communicator offers,
+// and joins it within the members' timeout, at their store, which listens
+// before the offer exists. The members' closing barrier counts it in. A
+// growth that fails leaves it waiting for the next, unless the failure is
+// its own to fix (a bad setting).
+coll_result_t join_as_spare(coll_comm_t* comm) {
+  const auto dir = coll::bootstrap::spares_dir();
+  for (;;) {
+    coll::bootstrap::Seat seat;
+    coll_result_t r = guarded(nullptr, [&] {
+      if (!dir) fail(Code::kInvalidUsage, "init from env: COLL_SPARE is set but COLL_SPARES_DIR is not");
+      seat = coll::bootstrap::take_seat(*dir);
+    });
+    if (r != COLL_SUCCESS) return r;
+    coll_config_t config = COLL_CONFIG_INIT;
+    config.init_timeout_ms = static_cast<int>(std::clamp<int64_t>(seat.timeout_ms, 1, INT_MAX));
+    r = init_rank(comm, seat.nranks, &seat.id, nullptr, seat.rank, &config, coll::Communicator::Store::kRunning);
+    if (r == COLL_SUCCESS) {
+      r = coll_barrier(*comm);
+      if (r != COLL_SUCCESS) {
+        coll::log::warn(coll::log::kInit, "spare: the growth failed as it closed: ", coll_get_last_error(*comm));
+        coll_comm_destroy(*comm);
+        *comm = nullptr;
+      }
+    }
+    if (r == COLL_SUCCESS) return r;
+    coll::bootstrap::leave_seat(*dir, seat);
+    if (r == COLL_INVALID_ARGUMENT || r == COLL_INVALID_USAGE || r == COLL_INTERNAL_ERROR) return r;
+    coll::log::warn(coll::log::kInit, "spare: joining as rank ", seat.rank, " of ", seat.nranks,
+                    " failed; waiting for the next growth");
+  }
 }
 
 }  // namespace
@@ -152,16 +187,7 @@ coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks, coll_uni
 }
 
 coll_result_t coll_comm_init_from_env(coll_comm_t* comm) {
-  if (coll::bootstrap::is_spare()) {  // waits for a communicator to grow
-    coll::bootstrap::Seat seat;
-    coll_result_t r = guarded(nullptr, [&] {
-      const auto dir = coll::bootstrap::spares_dir();
-      if (!dir) fail(Code::kInvalidUsage, "init from env: COLL_SPARE is set but COLL_SPARES_DIR is not");
-      seat = coll::bootstrap::take_seat(*dir);
-    });
-    if (r != COLL_SUCCESS) return r;
-    return init_rank(comm, seat.nranks, &seat.id, nullptr, seat.rank);
-  }
+  if (coll::bootstrap::is_spare()) return join_as_spare(comm);
   coll::bootstrap::EnvJob job{};
   coll_result_t r = guarded(nullptr, [&] { job = coll::bootstrap::join_from_env(); });
   if (r != COLL_SUCCESS) return r;

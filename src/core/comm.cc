@@ -10,6 +10,7 @@
 #include "core/exchange_queue.h"
 #include "core/fastpath/fastpath.h"
 #include "core/link_models.h"
+#include "core/meeting.h"
 #include "core/op_signature.h"
 #include "core/pair_exchange.h"
 #include "core/staging/stager.h"
@@ -68,7 +69,11 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
         return net::refuses_connections(net::SockAddr::parse(store_address, "store address"), 200);
       })
                                : std::function<bool()>());
-  pairs_ = std::make_unique<StorePairExchange>(*store_, prefix_, rank_, timeout_ms_);
+  // A peer's standby socket refusing means it is gone (meeting.cc). Asked
+  // from the worker's thread too, so it reads only the fixed addresses.
+  pairs_ = std::make_unique<StorePairExchange>(*store_, prefix_, rank_, timeout_ms_, [this](int r) {
+    return meeting::refuses(standby_addresses_[static_cast<size_t>(r)]);
+  });
 
   std::string ifname;
   standby_ = net::listen_on(net::choose_interface(&ifname), &standby_bound_, "standby store (coll_comm_shrink)");
@@ -179,9 +184,11 @@ Communicator::~Communicator() {
   // Only the job's first communicator says goodbye: the store serves the job.
   if (store_ && prefix_.empty()) store_->bye(nranks_);
   // Meetings end with us: a listener left behind would look alive to the
-  // others' probes. Not a shrink's host's: a slow survivor must still read
-  // who is in there, rather than find the host gone and go on alone.
-  if (standby_server_ != nullptr && !hosted_shrink_) standby_server_->stop();
+  // others' probes. Not where a shrink we hosted left out live ranks (late,
+  // or excluded by another after they came): one of them must still read
+  // that it is out, rather than find the host gone and go on alone, so the
+  // standby serves to the end of the process.
+  if (standby_server_ != nullptr && !not_in_but_alive_) standby_server_->stop();
 }
 
 // The unit of pipelining. A device operation moved in place (run_direct)

@@ -13,6 +13,7 @@
 #include "algorithms/select.h"
 #include "base/error.h"
 #include "base/socket.h"
+#include "bootstrap/bootstrap.h"
 #include "bootstrap/store_client.h"
 #include "bootstrap/unique_id.h"
 #include "core/executor.h"
@@ -230,19 +231,24 @@ class Communicator final : private FastPathHost {
   };
   // `joined`: where the members' new communicator meets (the host's word).
   std::string meet(Meeting& meeting, const std::vector<int>& mine, std::vector<bool>& out, const Deadline& deadline,
-                   bootstrap::UniqueId& joined);
+                   bootstrap::HostedId& joined);
   std::string decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
-                             const Deadline& deadline, bootstrap::UniqueId& joined);
+                             const Deadline& deadline, bootstrap::HostedId& joined);
   std::unique_ptr<Communicator> join_members(const bootstrap::UniqueId& id, const std::string& members);
   // meeting.cc: this rank's arrival at the host's store (served from here
   // when we are the host), under keys that begin with `keys`, with its
   // exclusions and what it `brought`; and the host's gathering of the
   // arrivals: what each rank brought, nullopt for those that did not come.
   std::unique_ptr<bootstrap::StoreClient> arrive(Meeting& meeting, const std::string& keys,
-                                                 const std::vector<int>& mine, const std::string& brought,
-                                                 const Deadline& deadline);
+                                                 const std::vector<int>& mine, const std::string& brought);
   std::vector<std::optional<std::string>> gather(bootstrap::StoreClient& store, const std::string& keys,
                                                  bool& replacement, std::vector<bool>& out, const Deadline& deadline);
+  // Until the counter `prefix<r>` is set for every rank still `waiting`, or
+  // the deadline: looks without blocking on any one rank and probes those
+  // it waits for. on_mark(r) runs as r's mark is found, and may stop the
+  // wait for others. Returns the ranks found gone meanwhile.
+  std::vector<bool> await_marks(bootstrap::StoreClient& store, const std::string& prefix, std::vector<bool>& waiting,
+                                const Deadline& deadline, const std::function<void(size_t)>& on_mark);
   // agree.cc: one meeting of an agreement, and the host's decision.
   std::string agree_at(Meeting& meeting, const std::string& keys, int flag, const std::vector<int>& mine,
                        std::vector<bool>& out, std::string& carried);
@@ -274,7 +280,7 @@ class Communicator final : private FastPathHost {
   std::vector<std::string> standby_addresses_;
   int agreements_ = 0;  // keeps each agreement's keys apart at its host
   int shrinks_ = 0;
-  bool hosted_shrink_ = false;                        // its standby then serves to the end of the process
+  bool not_in_but_alive_ = false;                     // a shrink hosted here left out live ranks: see ~Communicator
   mutable std::vector<char> found_gone_;              // by standby_gone, for good
   std::string shrink_keys_;                           // this shrink's, at its host's store
   bootstrap::StoreServer* standby_server_ = nullptr;  // serving meetings on standby_ (meeting.cc)

@@ -93,10 +93,14 @@ std::unique_ptr<bootstrap::StoreClient> Communicator::standby_store(int r, const
       r == rank_ ? std::function<bool()>() : [address] { return refuses(address); });
 }
 
+// A guest waits for a live host to serve for two timeouts and a second:
+// the host may first have to fail the operation that met the failure,
+// which takes up to one timeout, while the guest failed its own at once.
+// A host that dies meanwhile is found by the probe (standby_store).
 std::unique_ptr<bootstrap::StoreClient> Communicator::arrive(Meeting& meeting, const std::string& keys,
-                                                             const std::vector<int>& mine, const std::string& brought,
-                                                             const Deadline& deadline) {
+                                                             const std::vector<int>& mine, const std::string& brought) {
   const int host = meeting.host;
+  const Deadline deadline = Deadline::after_ms(host == rank_ ? timeout_ms_ : 2 * timeout_ms_ + 1000);
   if (host == rank_ && standby_.valid())  // serves from the first meeting it hosts on
     standby_server_ = bootstrap::StoreServer::start_on(std::move(standby_), standby_bound_, standby_id(host).secret);
   auto store = standby_store(host, deadline);
@@ -114,32 +118,50 @@ std::vector<std::optional<std::string>> Communicator::gather(bootstrap::StoreCli
   std::vector<std::optional<std::string>> brought(n);
   for (size_t r = 0; r < found_gone_.size(); ++r)
     if (found_gone_[r]) out[r] = true;  // known gone: not waited for
+  std::vector<bool> waiting(n);
+  for (size_t r = 0; r < n; ++r) waiting[r] = !out[r];
+  const std::vector<bool> gone = await_marks(store, keys + "arrived/", waiting, deadline, [&](size_t r) {
+    std::string theirs = store.get(str_cat(keys, "in/", r), Deadline::after_ms(timeout_ms_), "");
+    if (theirs.rfind(meeting::kLostHost, 0) == 0) {  // it too had met at a host that died: we replace it
+      replacement = true;
+      theirs.erase(0, std::strlen(meeting::kLostHost));
+    }
+    const size_t bar = theirs.find('|');
+    // Its exclusions count at once: a rank it names is not waited for.
+    for (int x : meeting::parse_ranks(theirs.substr(0, bar), nranks_)) {
+      out[static_cast<size_t>(x)] = true;
+      waiting[static_cast<size_t>(x)] = false;
+    }
+    brought[r] = bar == std::string::npos ? "" : theirs.substr(bar + 1);
+  });
+  for (size_t r = 0; r < n; ++r)
+    if (gone[r]) out[r] = true;
+  return brought;
+}
+
+std::vector<bool> Communicator::await_marks(bootstrap::StoreClient& store, const std::string& prefix,
+                                            std::vector<bool>& waiting, const Deadline& deadline,
+                                            const std::function<void(size_t)>& on_mark) {
+  const size_t n = waiting.size();
+  std::vector<bool> gone(n, false);
   auto next_probe = std::chrono::steady_clock::now() + meeting::kProbeEvery;
   for (;;) {
     for (size_t r = 0; r < n; ++r) {
-      if (out[r] || brought[r]) continue;
-      if (store.add(str_cat(keys, "arrived/", r), 0, Deadline::after_ms(timeout_ms_)) == 0) continue;
-      std::string theirs = store.get(str_cat(keys, "in/", r), Deadline::after_ms(timeout_ms_), "");
-      if (theirs.rfind(meeting::kLostHost, 0) == 0) {  // it too had met at a host that died: we replace it
-        replacement = true;
-        theirs.erase(0, std::strlen(meeting::kLostHost));
-      }
-      const size_t bar = theirs.find('|');
-      // Its exclusions count at once: a rank it names is not waited for.
-      for (int x : meeting::parse_ranks(theirs.substr(0, bar), nranks_)) out[static_cast<size_t>(x)] = true;
-      brought[r] = bar == std::string::npos ? "" : theirs.substr(bar + 1);
+      if (!waiting[r] || store.add(str_cat(prefix, r), 0, Deadline::after_ms(timeout_ms_)) == 0) continue;
+      waiting[r] = false;
+      on_mark(r);
     }
-    bool waiting = false;
-    for (size_t r = 0; r < n; ++r) waiting = waiting || (!out[r] && !brought[r]);
-    if (!waiting || deadline.expired()) break;
+    bool any = false;
+    for (size_t r = 0; r < n; ++r) any = any || waiting[r];
+    if (!any || deadline.expired()) break;
     if (std::chrono::steady_clock::now() >= next_probe) {
       for (size_t r = 0; r < n; ++r)
-        if (!out[r] && !brought[r] && standby_gone(static_cast<int>(r))) out[r] = true;
+        if (waiting[r] && standby_gone(static_cast<int>(r))) waiting[r] = false, gone[r] = true;
       next_probe = std::chrono::steady_clock::now() + meeting::kProbeEvery;
     }
     std::this_thread::sleep_for(meeting::kLookEvery);
   }
-  return brought;
+  return gone;
 }
 
 }  // namespace coll

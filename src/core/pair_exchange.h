@@ -8,30 +8,36 @@
 #include "bootstrap/store_client.h"
 #include "transport/transport.h"
 
+#include <functional>
 #include <string>
 
 namespace coll {
 
 class StorePairExchange final : public transport::PairExchange {
  public:
-  StorePairExchange(bootstrap::StoreClient& store, std::string prefix, int rank, int64_t timeout_ms)
-      : store_(store), prefix_(std::move(prefix)), rank_(rank), timeout_ms_(timeout_ms) {}
+  StorePairExchange(bootstrap::StoreClient& store, std::string prefix, int rank, int64_t timeout_ms,
+                    std::function<bool(int)> gone = nullptr)
+      : store_(store), prefix_(std::move(prefix)), rank_(rank), timeout_ms_(timeout_ms), gone_(std::move(gone)) {}
 
   void publish(int peer, const std::string& blob, const std::string& round = {}) override {
     store_.set(str_cat(prefix_, "pair/", rank_, ">", peer, round.empty() ? "" : "/", round), blob,
                Deadline::after_ms(timeout_ms_));
   }
   std::string fetch(int peer, const Deadline& deadline, const std::string& round = {}) override {
-    return store_.get(str_cat(prefix_, "pair/", peer, ">", rank_, round.empty() ? "" : "/", round), deadline,
-                      str_cat("rank ", peer, "'s connection data for the pair with rank ", rank_,
-                              round.empty() ? "" : " (", round, round.empty() ? "" : ")"));
+    const std::string key = str_cat(prefix_, "pair/", peer, ">", rank_, round.empty() ? "" : "/", round);
+    const std::string what = str_cat("rank ", peer, "'s connection data for the pair with rank ", rank_,
+                                     round.empty() ? "" : " (", round, round.empty() ? "" : ")");
+    if (!gone_) return store_.get(key, deadline, what);
+    return store_.get(key, deadline, what, [&] { return gone_(peer); });
   }
+  bool gone(int peer) override { return gone_ && gone_(peer); }
 
  private:
   bootstrap::StoreClient& store_;
   std::string prefix_;
   int rank_;
   int64_t timeout_ms_;
+  std::function<bool(int)> gone_;
 };
 
 }  // namespace coll

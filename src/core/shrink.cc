@@ -74,13 +74,14 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
       // Each shrink's new communicator is a job of its own (its store, its
       // secret, its segments), so that one which a dead host or a failed
       // join left half made never meets the next.
-      bootstrap::UniqueId id;
+      bootstrap::HostedId id;  // its store is served here when we host
       Meeting meeting{host, lost_a_host};
       std::string members;
       try {
         members = meet(meeting, mine, out, Deadline::after_ms(timeout_ms_), id);
-        if (members.empty() || members[0] != kNoMembers) return join_members(id, members);
+        if (members.empty() || members[0] != kNoMembers) return join_members(id.id, members);
       } catch (const Error& e) {
+        id.stop();  // a failed join: nobody will say goodbye to that store
         if (host == rank_ || e.code() != Code::kRemote || !host_gone(host)) throw;
       }
       // The host's word that it formed none is final: the next host would
@@ -118,9 +119,9 @@ std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::Unique
 // Meets the other survivors at the host's store (served here when we are
 // the host) and returns the members the host decided on.
 std::string Communicator::meet(Meeting& meeting, const std::vector<int>& mine, std::vector<bool>& out,
-                               const Deadline& deadline, bootstrap::UniqueId& joined) {
+                               const Deadline& deadline, bootstrap::HostedId& joined) {
   const int host = meeting.host;
-  auto store = arrive(meeting, shrink_keys_, mine, "", deadline);
+  auto store = arrive(meeting, shrink_keys_, mine, "");
   if (host == rank_) return decide_members(*store, meeting.replacement, out, deadline, joined);
   if (test_hooks::shrink_reading_members != nullptr) test_hooks::shrink_reading_members();
   const std::string members = store->get(shrink_keys_ + "members", Deadline::after_ms(2 * timeout_ms_ + 1000),
@@ -128,8 +129,8 @@ std::string Communicator::meet(Meeting& meeting, const std::vector<int>& mine, s
   if (members.empty() || members[0] != kNoMembers) {  // where the members meet: "secret address"
     const std::string where = store->get(shrink_keys_ + "store", Deadline::after_ms(timeout_ms_), "");
     const size_t space = where.find(' ');
-    joined.secret = auth::secret_from_hex(where.substr(0, space), "the shrink's store secret");
-    joined.store_address = where.substr(space + 1);
+    joined.id.secret = auth::secret_from_hex(where.substr(0, space), "the shrink's store secret");
+    joined.id.store_address = where.substr(space + 1);
   }
   return members;
 }
@@ -140,12 +141,16 @@ std::string Communicator::meet(Meeting& meeting, const std::vector<int>& mine, s
 // for), and the ranks still missing are probed, so that one found gone
 // meanwhile is left out at once. Then it publishes the members.
 std::string Communicator::decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
-                                         const Deadline& deadline, bootstrap::UniqueId& joined) {
+                                         const Deadline& deadline, bootstrap::HostedId& joined) {
   const size_t n = static_cast<size_t>(nranks_);
   const auto arrived = gather(store, shrink_keys_, replacement, out, deadline);
   std::vector<int> missing;
-  for (size_t r = 0; r < n; ++r)
+  for (size_t r = 0; r < n; ++r) {
     if (!out[r] && !arrived[r]) missing.push_back(static_cast<int>(r));
+    // A rank that is not coming in, yet alive (late, or excluded by another
+    // survivor after it arrived), must still read our word here.
+    if ((!out[r] && !arrived[r]) || (out[r] && arrived[r])) not_in_but_alive_ = true;
+  }
   if (replacement && !missing.empty()) {
     const std::string why =
         str_cat("rank ", rank_, " hosted after a host that survivors had met at died, and rank(s) ",
@@ -161,9 +166,8 @@ std::string Communicator::decide_members(bootstrap::StoreClient& store, bool rep
   for (size_t r = 0; r < n; ++r)
     if (arrived[r] && !out[r]) members.push_back(static_cast<int>(r));
   const std::string text = meeting::join(members);
-  joined = bootstrap::create_unique_id();  // the new communicator's store, here
-  hosted_shrink_ = true;
-  store.set(shrink_keys_ + "store", str_cat(auth::to_hex(joined.secret), " ", joined.store_address),
+  joined = bootstrap::host_unique_id();  // the new communicator's store, here
+  store.set(shrink_keys_ + "store", str_cat(auth::to_hex(joined.id.secret), " ", joined.id.store_address),
             Deadline::after_ms(timeout_ms_));
   store.set(shrink_keys_ + "members", text, Deadline::after_ms(timeout_ms_));
   if (test_hooks::shrink_decided != nullptr) test_hooks::shrink_decided();

@@ -69,6 +69,7 @@ class Named final : public transport::PairExchange {
            "': the ranks chose different transports for the pair (is COLL_TRANSPORTS the same on all?)");
     return got.substr(name_.size() + 1);
   }
+  bool gone(int peer) override { return inner_.gone(peer); }
 
  private:
   transport::PairExchange& inner_;

@@ -114,6 +114,10 @@ class PairExchange {
   virtual ~PairExchange() = default;
   virtual void publish(int peer, const std::string& blob, const std::string& round = {}) = 0;
   virtual std::string fetch(int peer, const Deadline& deadline, const std::string& round = {}) = 0;
+  // Whether `peer` is known to be gone (its process or its communicator
+  // ended). A transport that waits for a peer to connect asks now and then,
+  // so that a dead peer fails the wait at once, not at the deadline.
+  virtual bool gone(int /*peer*/) { return false; }
 };
 
 class Board;
@@ -177,6 +181,17 @@ class Transport {
   // Completes when `peer`'s next notifying put has landed, with its value
   // in *value; notifications are taken in the order the peer put them.
   virtual RequestId post_notification(int peer, uint64_t* value);
+  // A receive that stays posted for the life of the pair, as a control
+  // channel's (nvlink's frames over shm). A peer that leaves while only such
+  // receives wait on it fails nothing here: the owner, which knows whether
+  // anything waits on the channel, asks check_peer.
+  virtual RequestId post_standing_recv(int peer, const Buffer& buffer, uint64_t tag) {
+    return post_recv(peer, buffer, tag);
+  }
+  // Throws, as a wait on `peer` would, if the peer exited or closed its end
+  // (with its own reason, such as a revoke, where it left one); where the
+  // transport can tell.
+  virtual void check_peer(int /*peer*/) const {}
 
   // Makes progress; appends completed requests to `done`. Waits at most
   // timeout_ms for something to happen when nothing can move at once.

@@ -190,6 +190,79 @@ TEST_P(DeadRank, EveryRankLearnsWhoDiedAndWhere) {
 INSTANTIATE_TEST_SUITE_P(Transports, DeadRank, ::testing::Values("tcp", "shm", "mixed"),
                          [](const auto& info) { return std::string(info.param); });
 
+// Over nvlink (emulated), rank 2 finishes, destroys its communicator and
+// exits while rank 0 waits for a message from rank 1, which comes 300 ms
+// later. nvlink keeps a frame receive posted on every peer; that receive
+// must not count as waiting on rank 2 (it failed rank 0's receive, about
+// once in 35 runs under load, when the exit raced an unrelated wait). And
+// a receive that does wait on a rank that left still fails at once.
+TEST(NvlinkEmulated, ARankThatFinishesAndExitsFailsNobody) {
+  Handshake rank2_gone;
+  run_ranks(
+      3,
+      [&rank2_gone](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        int64_t x = rank + 1;
+        ASSERT_EQ(coll_allreduce(&x, &x, 1, COLL_INT64, COLL_SUM, comm, nullptr), COLL_SUCCESS) << last_error(comm);
+        EXPECT_EQ(x, 6);
+        if (rank == 2) {
+          coll_comm_destroy(comm);
+          rank2_gone.arrive();
+          _exit(0);
+        }
+        if (rank == 1) {
+          ASSERT_TRUE(rank2_gone.wait_for(1));
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          x = 42;
+          EXPECT_EQ(coll_send(&x, 1, COLL_INT64, 0, comm, nullptr), COLL_SUCCESS) << last_error(comm);
+        } else {
+          EXPECT_EQ(coll_recv(&x, 1, COLL_INT64, 1, comm, nullptr), COLL_SUCCESS) << last_error(comm);
+          EXPECT_EQ(x, 42);
+          ASSERT_TRUE(rank2_gone.wait_for(1));
+          const auto start = Clock::now();
+          EXPECT_EQ(coll_recv(&x, 1, COLL_INT64, 2, comm, nullptr), COLL_REMOTE_ERROR);
+          EXPECT_LT(ms_since(start), 5000) << last_error(comm);
+          EXPECT_NE(last_error(comm).find("rank 2 (host"), std::string::npos) << last_error(comm);
+          EXPECT_NE(last_error(comm).find("over nvlink, 1 receive(s) waiting for a send (nvlink) pending"),
+                    std::string::npos)
+              << last_error(comm);
+        }
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60,
+                  .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", "nvlink"}, {"COLL_NVLINK_EMULATE", "1"}}});
+}
+
+// Over tcp, ranks 1 and 2 exit after init, when only the ring's pairs are
+// made (no collective has run). Rank 0 then receives from rank 2, and waits
+// for it to connect; rank 3 receives from rank 1, and waits for rank 1's
+// connection data in the job's store. Both look at the missing rank's
+// standby socket as they wait, and fail long before the 20 s timeout
+// (before, each waited it out), naming the rank.
+TEST(NeverConnected, APeerGoneBeforeItConnectedIsFoundWithoutTheTimeout) {
+  Handshake rank3_done;  // rank 0 serves the job's store, which rank 3 waits on
+  run_ranks_with_comm(
+      4,
+      [&rank3_done](coll_comm_t comm, int rank, int) {
+        if (rank == 1 || rank == 2) _exit(0);
+        const int from = rank == 0 ? 2 : 1;
+        int32_t x = 0;
+        const auto start = Clock::now();
+        EXPECT_EQ(coll_recv(&x, 1, COLL_INT32, from, comm, nullptr), COLL_REMOTE_ERROR) << last_error(comm);
+        const double ms = ms_since(start);
+        const std::string message = last_error(comm);
+        std::printf("rank %d after %.0f ms: %s\n", rank, ms, message.c_str());
+        EXPECT_LT(ms, 3000) << message;
+        EXPECT_NE(message.find(rank == 0 ? "rank 2 (host" : "rank 1's connection data"), std::string::npos) << message;
+        EXPECT_NE(message.find(rank == 0 ? "is gone" : "its writer is gone"), std::string::npos) << message;
+        if (rank == 3) rank3_done.arrive();
+        if (rank == 0) EXPECT_TRUE(rank3_done.wait_for(1));
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", "tcp"}}},
+      Destroy::kAnyResult);
+}
+
 // Rank 2 stops after two allreduces; ranks 0 and 1 fail in the third (a
 // timeout, or the other's notice) and dump their flight recorders; rank 2
 // dumps on SIGUSR1, as an operator would ask a hung rank to. colldiag merges

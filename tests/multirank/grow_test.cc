@@ -3,15 +3,19 @@
 // ranks agree; a member that dies makes the growth fail on the others, and
 // their communicator can still be shrunk. The grow id goes from rank 0 to
 // the spares through a file, as a launcher's would.
+#include "bootstrap/unique_id.h"
+#include "core/test_hooks.h"
 #include "support/clock.h"
 #include "support/comm_checks.h"
 #include "support/multirank.h"
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -28,7 +32,10 @@ std::string id_file(pid_t test = getppid()) { return "/tmp/coll_grow_test_" + st
 // Run by the test process around each test, so no rank reads an old id.
 struct FreshIdFile {
   FreshIdFile() { std::remove(id_file(getpid()).c_str()); }
-  ~FreshIdFile() { std::remove(id_file(getpid()).c_str()); }
+  ~FreshIdFile() {
+    std::remove(id_file(getpid()).c_str());
+    std::remove((id_file(getpid()) + ".stranger").c_str());
+  }
 };
 
 void publish(const coll_unique_id_t& id) {
@@ -77,27 +84,35 @@ void expect_works(coll_comm_t comm, int size, int rank) {
   for (float x : v) ASSERT_EQ(x, static_cast<float>(size * (size - 1) / 2));
 }
 
+// The new rank's part of a growth to `size`: it joins last, and the new
+// communicator works.
+void spare_joins(int size) {
+  coll_comm_t grown = join_as_spare(size, size - 1);
+  ASSERT_NE(grown, nullptr);
+  expect_works(grown, size, size - 1);
+  coll_comm_destroy(grown);
+}
+
+// A member's part: `members` ranks grow by one; both communicators work.
+void member_grows(int rank, int members, const coll_unique_id_t& id) {
+  coll_comm_t comm = init_or_die(rank, members, id);
+  ASSERT_NE(comm, nullptr);
+  coll_comm_t grown = grow_by(comm, 1);
+  ASSERT_NE(grown, nullptr);
+  expect_works(grown, members + 1, rank);
+  expect_works(comm, members, rank);  // the old one is untouched
+  coll_comm_destroy(grown);
+  coll_comm_destroy(comm);
+}
+
 // Ranks 0 to 2 form a communicator; rank 3, a spare, joins it by grow.
 TEST(Grow, ASpareJoinsAfterTheMembersInOrder) {
   FreshIdFile fresh;
   run_ranks(
       4,
       [](int rank, int, const coll_unique_id_t& id) {
-        if (rank == 3) {
-          coll_comm_t grown = join_as_spare(4, 3);
-          ASSERT_NE(grown, nullptr);
-          expect_works(grown, 4, 3);
-          coll_comm_destroy(grown);
-          return;
-        }
-        coll_comm_t comm = init_or_die(rank, 3, id);
-        ASSERT_NE(comm, nullptr);
-        coll_comm_t grown = grow_by(comm, 1);
-        ASSERT_NE(grown, nullptr);
-        expect_works(grown, 4, rank);
-        expect_works(comm, 3, rank);  // the old one is untouched
-        coll_comm_destroy(grown);
-        coll_comm_destroy(comm);
+        if (rank == 3) return spare_joins(4);
+        member_grows(rank, 3, id);
       },
       kOptions);
 }
@@ -176,6 +191,116 @@ TEST(Grow, AMemberThatDiesFailsItOnTheOthersAndShrinkStillWorks) {
         coll_comm_destroy(comm);
       },
       kOptions);
+}
+
+// A stranger that knows the store's address but not the job's secret tries
+// to take the new rank's place first: it is refused, and the spare with the
+// id joins the members as if it had not come.
+TEST(Grow, AStrangerWithTheWrongSecretIsRefusedAndTheMembersGoOn) {
+  FreshIdFile fresh;
+  run_ranks(
+      5,
+      [](int rank, int, const coll_unique_id_t& id) {
+        if (rank == 4) {  // the stranger: the right address, a forged secret
+          bootstrap::UniqueId job = bootstrap::UniqueId::decode(await_id());
+          job.secret[0] ^= 1;
+          const coll_unique_id_t forged = job.encode();
+          coll_comm_t comm = nullptr;
+          const coll_result_t r = coll_comm_init_rank(&comm, 4, forged, 3);
+          std::printf("stranger: %d: %s\n", r, coll_get_last_error(nullptr));
+          EXPECT_NE(r, COLL_SUCCESS);
+          EXPECT_EQ(comm, nullptr);
+          std::ofstream(id_file() + ".stranger").flush();  // the spare comes after
+          return;
+        }
+        if (rank == 3) {
+          const auto start = Clock::now();
+          while (!std::ifstream(id_file() + ".stranger") && ms_since(start) < 20000)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          return spare_joins(4);
+        }
+        member_grows(rank, 3, id);
+      },
+      kOptions);
+}
+
+// Members that disagree on nnew, or a rank 0 without an id, fail the
+// growth on every member at once, each saying why; the communicator still
+// works.
+TEST(Grow, MembersThatDisagreeAllFailAtOnceAndSayWhy) {
+  run_ranks(
+      3,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        coll_unique_id_t gid{};
+        if (rank == 0) ASSERT_EQ(coll_get_unique_id(&gid), COLL_SUCCESS);
+        coll_comm_t grown = nullptr;
+        auto start = Clock::now();
+        EXPECT_EQ(coll_comm_grow(comm, rank == 2 ? 2 : 1, rank == 0 ? &gid : nullptr, &grown), COLL_INVALID_ARGUMENT);
+        EXPECT_NE(last_error(comm).find("nnew is"), std::string::npos) << last_error(comm);
+        EXPECT_LT(ms_since(start), 2000);
+        EXPECT_EQ(grown, nullptr);
+        start = Clock::now();  // rank 0 passes no id, and no launcher keeps spares
+        const coll_result_t r = coll_comm_grow(comm, 1, nullptr, &grown);
+        EXPECT_EQ(r, rank == 0 ? COLL_INVALID_ARGUMENT : COLL_REMOTE_ERROR) << last_error(comm);
+        EXPECT_NE(last_error(comm).find(rank == 0 ? "null pointer" : "rank 0 has no id"), std::string::npos)
+            << last_error(comm);
+        EXPECT_LT(ms_since(start), 2000);
+        expect_works(comm, n, rank);
+        coll_comm_destroy(comm);
+      },
+      kOptions);
+}
+
+// Spares under a launcher (COLL_SPARES_DIR): a member dies after the id is
+// out, so the first growth fails; its spare goes back to waiting, and
+// takes the seat the survivors offer when they grow again.
+TEST(Grow, ASpareOfAFailedGrowthWaitsForTheNext) {
+  char dir[] = "/tmp/coll_spares_test_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string spares = dir;
+  RankOptions options = kOptions;
+  options.env["COLL_SPARES_DIR"] = spares;
+  options.killed_rank = 2;
+  run_ranks(
+      4,
+      [](int rank, int, const coll_unique_id_t& id) {
+        if (rank == 3) {
+          setenv("COLL_SPARE", "0", 1);
+          coll_comm_t grown = nullptr;
+          ASSERT_EQ(coll_comm_init_from_env(&grown), COLL_SUCCESS) << coll_get_last_error(nullptr);
+          expect_works(grown, 3, 2);
+          coll_comm_destroy(grown);
+          return;
+        }
+        coll_comm_t comm = init_or_die(rank, 3, id);
+        ASSERT_NE(comm, nullptr);
+        if (rank == 2) test_hooks::grow_joining = [] { raise(SIGKILL); };
+        coll_comm_t grown = nullptr;
+        const coll_result_t r = coll_comm_grow(comm, 1, nullptr, &grown);
+        std::printf("rank %d: the first growth: %d: %s\n", rank, r, last_error(comm).c_str());
+        EXPECT_NE(r, COLL_SUCCESS);
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        ASSERT_EQ(coll_comm_grow(survivors, 1, nullptr, &grown), COLL_SUCCESS) << last_error(survivors);
+        expect_works(grown, 3, rank);
+        coll_comm_destroy(grown);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      options);
+  // The spare sat in the first offer, which failed, then in the second.
+  auto read = [&](const std::string& name) {
+    std::string text;
+    std::ifstream(spares + "/" + name) >> text;
+    return text;
+  };
+  EXPECT_EQ(read("offer0.closed"), "failed");
+  EXPECT_EQ(read("offer1.closed"), "joined");
+  EXPECT_EQ(read("offer1.seat0"), "0");  // COLL_SPARE names it
+  EXPECT_TRUE(std::filesystem::exists(spares + "/offer1")) << "no second offer";
+  std::filesystem::remove_all(spares);
 }
 
 }  // namespace

@@ -356,6 +356,30 @@ TEST(Shrink, TheSurvivorsUniteTheirExclusions) {
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}});
 }
 
+// Rank 3 is gone. Ranks 1 and 2 shrink at once; rank 0, the host, comes
+// 3 s late, past the 2 s timeout, as a rank does that first had to fail its
+// last operation by the timeout. A live host is waited for: the three form
+// a communicator. (Before, the guests gave up at the timeout while the host
+// was still away, and it went on alone.)
+TEST(Shrink, ALiveHostThatComesLateIsWaitedFor) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
+        if (rank == 3) _exit(0);
+        if (rank == 0) std::this_thread::sleep_for(std::chrono::seconds(3));
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS)
+            << "rank " << rank << ": " << last_error(comm);
+        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 1 + 2 + 3);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "2000"}}});
+}
+
 TEST(Shrink, BadArgumentsAreRefused) {
   run_ranks(2, [](int rank, int n, const coll_unique_id_t& id) {
     coll_comm_t comm = init_or_die(rank, n, id);

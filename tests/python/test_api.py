@@ -212,6 +212,23 @@ def test_a_spare_of_collrun_replaces_a_rank_that_left():
     assert lines == [f"{r} 3 [6.0, 6.0, 6.0]" for r in range(3)], out.stdout
 
 
+def test_the_elastic_example_survives_two_kills_bit_for_bit():
+    """examples/elastic_train.py under collrun --spares 2 -n 8: two ranks are
+    killed, the spares take their places, and rank 0's replay equals."""
+    build = pathlib.Path(os.environ.get("COLL_BUILD_DIR", pathlib.Path(__file__).parents[2] / "build"))
+    collrun = build / "tools" / "collrun"
+    if not collrun.exists():
+        pytest.skip(f"{collrun} is not built")
+    example = pathlib.Path(__file__).parents[2] / "examples" / "elastic_train.py"
+    # A stall fails within the timeout, and collrun ends the rest 60 s after the first failure (the kill).
+    out = subprocess.run([str(collrun), "--spares", "2", "--grace", "60", "-n", "8", sys.executable, str(example)],
+                         capture_output=True, text=True, timeout=240, env=dict(os.environ, COLL_TIMEOUT_MS="20000"))
+    assert out.returncode == 137, out.stderr  # the two ranks killed by SIGKILL
+    assert "step 23 failed; lost 3 step(s) since the checkpoint at step 20" in out.stdout, out.stdout
+    assert "step 41 failed; lost 1 step(s) since the checkpoint at step 40" in out.stdout, out.stdout
+    assert "8 ranks after 60 steps: the model equals a run without failures, bit for bit" in out.stdout, out.stdout
+
+
 def test_from_mpi4py():
     """A coll communicator of MPI.COMM_WORLD's ranks, in its order, under mpirun."""
     pytest.importorskip("mpi4py")

@@ -65,6 +65,65 @@ TEST(Store, GetWaitsForTheKeyThenTimesOutNamingIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1300));
 }
 
+// A get that asks whether the key's writer is gone: the server holds each
+// WAIT for a look only, so the client asks between them. A key written
+// meanwhile is read at once; a writer found gone ends the wait with kRemote
+// at the look that finds it, not at the deadline; the connection still
+// serves requests after the WAITs it saw end.
+TEST(Store, AGetThatLooksAtTheWriterEndsWhenItIsGone) {
+  UniqueId id = start_store();
+  auto deadline = Deadline::after_ms(5000);
+  StoreClient a(id, deadline, kStoreClientIdentity), b(id, deadline, kStoreClientIdentity);
+  int looks = 0;
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    a.set("late", "here", Deadline::after_ms(5000));
+  });
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(b.get("late", deadline, "the late key", [&] { return ++looks, false; }), "here");
+  late.join();
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(ms, 1300.0);  // read as it came, not at the next look (1400 ms)
+  EXPECT_GE(looks, 1);    // at 200 ms, then 600 ms
+  looks = 0;
+  start = std::chrono::steady_clock::now();
+  try {
+    b.get("never", Deadline::after_ms(20000), "rank 5's blob", [&] { return ++looks == 2; });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kRemote);
+    EXPECT_NE(std::string(e.what()).find("stopped waiting for rank 5's blob (store key 'never'): its writer is gone"),
+              std::string::npos)
+        << e.what();
+  }
+  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(ms, 500.0);  // the second look, at 600 ms
+  EXPECT_LT(ms, 2000.0);
+  EXPECT_EQ(looks, 2);
+  a.set("after", "yes", deadline);
+  EXPECT_EQ(b.get("after", deadline, "after"), "yes");
+  try {
+    b.get("never", Deadline::after_ms(300), "rank 5's blob", [] { return false; });
+    ADD_FAILURE() << "no timeout";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kTimeout);
+    EXPECT_NE(std::string(e.what()).find("waiting for rank 5's blob (store key 'never')"), std::string::npos)
+        << e.what();
+  }
+  // A GET the server still holds when it times out: its answer would come
+  // later, so the connection is closed rather than let the next request
+  // take that answer for its own. (A WAIT's answer may come whole before
+  // its deadline or not, by a hair: this one never does.)
+  EXPECT_THROW(b.get("never", Deadline::after_ms(200), "rank 6's blob"), Error);
+  try {
+    b.set("next", "x", deadline);
+    ADD_FAILURE() << "a connection with a reply in flight was used";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("closed after an earlier request got no answer in time"), std::string::npos)
+        << e.what();
+  }
+}
+
 // The store ends when every rank said goodbye, or left without one (died):
 // a dead rank must not keep it running in the survivor that hosts it.
 TEST(Store, EndsWhenEveryRankSaidGoodbyeOrDied) {
@@ -244,6 +303,9 @@ TEST(StoreProtocol, RequestsAreBoundedBeforeUse) {
   EXPECT_NE(validate_request({1, 3, kMaxValueBytes + 1}), "");
   EXPECT_NE(validate_request({3, 3, 4}), "") << "ADD needs exactly 8 bytes";
   EXPECT_NE(validate_request({2, 3, 1}), "") << "GET carries no value";
+  EXPECT_EQ(validate_request({5, 3, 8}), "");
+  EXPECT_NE(validate_request({5, 3, 0}), "") << "WAIT carries its hold, 8 bytes";
+  EXPECT_NE(validate_request({6, 3, 0}), "");
 }
 
 TEST(UniqueId, RoundTripAndGarbage) {

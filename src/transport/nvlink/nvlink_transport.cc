@@ -82,7 +82,7 @@ NvlinkTransport::Peer& NvlinkTransport::peer(int rank, const char* what) {
 void NvlinkTransport::listen(int p) {
   Peer& q = peers_[static_cast<size_t>(p)];
   q.inbound = std::make_unique<Frame>();
-  inbound_[frames_->post_recv(p, q.inbound.get(), sizeof(Frame), kFrameTag)] = p;
+  inbound_[frames_->post_standing_recv(p, Buffer{q.inbound.get(), sizeof(Frame)}, kFrameTag)] = p;
 }
 
 // Throws unless the mover moves buffers of that kind (a zero-byte buffer
@@ -307,6 +307,7 @@ void NvlinkTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   finish_copies();
   inner_done_.clear();
   frames_->poll(inner_done_, ready_.empty() && copies_.empty() ? timeout_ms : 0);
+  if (inner_done_.empty()) fail_what_waits_on_the_gone();
   for (RequestId inner : inner_done_) {
     if (auto s = sending_.find(inner); s != sending_.end()) {
       if (s->second.then != 0) ready_.push_back(s->second.then);
@@ -324,6 +325,38 @@ void NvlinkTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   finish_copies();
   done.insert(done.end(), ready_.begin(), ready_.end());
   ready_.clear();
+}
+
+bool NvlinkTransport::awaits(int p) const {
+  const Peer& q = peers_[static_cast<size_t>(p)];
+  if (q.awaiting > 0 || !q.recvs.empty() || !q.notify_waits.empty()) return true;
+  for (const Copy& c : copies_)
+    if (c.peer == p) return true;
+  return false;
+}
+
+// The frames' transport does not fail a standing receive when its peer
+// leaves (a rank that finished and exited owes us nothing): here, what
+// waits on a peer that left fails, with the frames' reason (an exit, or the
+// peer's notice, such as a revoke), after a poll that brought no frame,
+// every kCheckEvery whatever the poll's wait (the router gives a wait to
+// one transport only). One more look first: the peer may have written its
+// last frames since.
+void NvlinkTransport::fail_what_waits_on_the_gone() {
+  constexpr auto kCheckEvery = std::chrono::milliseconds(100);
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_check_) return;
+  next_check_ = now + kCheckEvery;
+  for (int p = 0; p < context_.nranks; ++p) {
+    if (p == context_.rank || !peers_[static_cast<size_t>(p)].connected || !awaits(p)) continue;
+    try {
+      frames_->check_peer(p);
+    } catch (const Error& e) {
+      frames_->poll(inner_done_, 0);
+      if (!inner_done_.empty()) return;
+      throw Error(e.code(), str_cat(e.what(), "; over nvlink, ", pending_with(p), " pending"));
+    }
+  }
 }
 
 std::string NvlinkTransport::pending_with(int p) const {

@@ -111,6 +111,9 @@ class NvlinkTransport final : public Transport {
   uint64_t start_or_answer(int peer, uint64_t request, bool pull, void* local, const Shared& remote, size_t bytes);
   bool copy_done(const Copy& copy);
   void finish_copies();
+  bool awaits(int peer) const;
+  void fail_what_waits_on_the_gone();
+  std::chrono::steady_clock::time_point next_check_{};  // of the peers that left
 
   Context context_;
   Capabilities caps_;

@@ -87,7 +87,7 @@ bool ShmTransport::reaches(const std::string& peer_address) const {
 
 // All ranks of this node map each other's segments at once; then each
 // unlinks its own, so /dev/shm holds nothing from here on.
-void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadline& deadline) {
+void ShmTransport::setup(const std::vector<std::string>& addresses, PairExchange& pairs, const Deadline& deadline) {
   std::vector<int> local;
   std::vector<Address> parsed(addresses.size());
   for (int r = 0; r < nranks_; ++r)
@@ -116,6 +116,8 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     }
   }
   own_ = Segment::create(name_, static_cast<uint32_t>(local.size()), kSlots, kSlotBytes, probes);
+  Looks looks;
+  size_t turn = 0;
 
   peer_index_.assign(static_cast<size_t>(nranks_), -1);
   peers_.reserve(local.size());
@@ -132,6 +134,7 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
       if (deadline.expired())
         fail(Code::kTimeout, "shm: rank ", rank_, " timed out after ", deadline.budget_ms(), " ms (",
              deadline.setting(), ") waiting for rank ", r, "'s segment ", parsed[static_cast<size_t>(r)].segment);
+      check_coming(p, pairs, looks.due(), "making its segment");
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     p.out_ring = &p.segment.ring(p.index_there);
@@ -167,6 +170,11 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
     if (deadline.expired())
       fail(Code::kTimeout, "shm: rank ", rank_, " timed out after ", deadline.budget_ms(), " ms (", deadline.setting(),
            ") waiting for the ranks of this node to map its segment");
+    // Each look asks one peer's standby socket, in turn: the listen queues
+    // of peers that do not serve yet keep every probe.
+    const size_t asked = looks.due() ? turn++ % peers_.size() : peers_.size();
+    for (size_t k = 0; k < peers_.size(); ++k)
+      check_coming(peers_[k], pairs, k == asked, "mapping this rank's segment");
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   own_.unlink();
@@ -179,10 +187,10 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, const Deadli
             yield_ ? "more ranks than cores: yielding before sleeping" : "spinning before sleeping");
 }
 
-void ShmTransport::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses, PairExchange&,
-                           const Deadline& deadline) {
+void ShmTransport::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,
+                           PairExchange& pairs, const Deadline& deadline) {
   if (closed_) fail(Code::kInvalidUsage, "rank ", rank_, ": shm transport was closed (abort)");
-  if (!set_up_) setup(addresses, deadline);
+  if (!set_up_) setup(addresses, pairs, deadline);
   for (int p : peers)
     if (local_index(p) < 0) fail(Code::kInternal, "shm: rank ", p, " is not on this node (", host_id_, ")");
 }
@@ -219,6 +227,23 @@ RequestId ShmTransport::post_recv_sink(int rank, size_t bytes, uint64_t tag, con
   Op op{next_request_++, nullptr, bytes, tag};
   op.sink = sink;
   return post_recv_op(peer(rank, "receives from"), op);
+}
+
+RequestId ShmTransport::post_standing_recv(int rank, const Buffer& buffer, uint64_t tag) {
+  Op op{next_request_++, static_cast<char*>(buffer.data), buffer.bytes, tag};
+  op.standing = true;
+  Peer& p = peer(rank, "receives from");
+  ++p.standing_recvs;
+  return post_recv_op(p, op);
+}
+
+void ShmTransport::check_peer(int rank) const {
+  const int i = local_index(rank);
+  if (i >= 0) check_alive(peers_[static_cast<size_t>(i)]);
+}
+
+bool ShmTransport::awaits(const Peer& p) {
+  return !p.sends.empty() || !p.awaiting_ack.empty() || !p.notify_waits.empty() || p.recvs.size() > p.standing_recvs;
 }
 
 RequestId ShmTransport::post_recv_op(Peer& p, const Op& op) {
@@ -364,6 +389,7 @@ bool ShmTransport::progress_recvs(Peer& p, std::vector<RequestId>& done) {
     moved = true;
     if (op.done_bytes == op.bytes) {
       done.push_back(op.id);
+      if (op.standing) --p.standing_recvs;
       p.recvs.pop_front();
     }
   }
@@ -415,7 +441,7 @@ bool ShmTransport::progress(std::vector<RequestId>& done) {
     const bool closed = p.segment.header().aborted.load(std::memory_order_acquire) != 0;
     if (!p.sends.empty() || !p.awaiting_ack.empty()) moved = progress_sends(p, done) || moved;
     if (receiving(p)) moved = progress_recvs(p, done) || moved;
-    if (closed && (!p.sends.empty() || receiving(p) || !p.awaiting_ack.empty())) check_alive(p);
+    if (closed && awaits(p)) check_alive(p);
   }
   return moved;
 }
@@ -435,12 +461,24 @@ bool ShmTransport::sharing_a_cpu() {
 }
 
 bool ShmTransport::alive(const Peer& p) const {
-  if (p.segment.header().aborted.load(std::memory_order_acquire) != 0) return false;
+  return p.segment.header().aborted.load(std::memory_order_acquire) == 0 && !exited(p);
+}
+
+void ShmTransport::check_coming(const Peer& p, PairExchange& pairs, bool look, const char* before) const {
+  if (exited(p))
+    fail(Code::kRemote, "shm: rank ", rank_, ": rank ", p.rank, " (pid ", p.pid,
+         ") exited (killed or crashed?) before ", before);
+  if (look && pairs.gone(p.rank))
+    fail(Code::kRemote, "shm: rank ", rank_, ": rank ", p.rank, "'s communicator is gone (its standby socket refuses ",
+         "connections) before ", before);
+}
+
+bool ShmTransport::exited(const Peer& p) {
   if (p.pidfd.valid()) {
     pollfd gone{p.pidfd.get(), POLLIN, 0};
-    return ::poll(&gone, 1, 0) != 1;
+    return ::poll(&gone, 1, 0) == 1;
   }
-  return !(kill(p.pid, 0) != 0 && errno == ESRCH);
+  return kill(p.pid, 0) != 0 && errno == ESRCH;
 }
 
 void ShmTransport::check_alive(const Peer& p) const {
@@ -451,7 +489,9 @@ void ShmTransport::check_alive(const Peer& p) const {
     if (!notice.empty()) fail_with_notice(rank_, name(p), h.notice_code, notice);
     fail(Code::kRemote, "rank ", rank_, ": ", name(p), " aborted its communicator");
   }
-  fail(Code::kRemote, "rank ", rank_, ": ", name(p), " has exited (killed or crashed?)");
+  const std::string pending = pending_with(p.rank);
+  fail(Code::kRemote, "rank ", rank_, ": ", name(p), " has exited (killed or crashed?)",
+       pending.empty() ? "" : str_cat(" with ", pending, " pending"));
 }
 
 void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
@@ -475,11 +515,10 @@ void ShmTransport::poll(std::vector<RequestId>& done, int timeout_ms) {
   // A peer found gone may have written its last messages since that look:
   // one more look, then whatever is still pending with it fails.
   bool gone = false;
-  for (const Peer& p : peers_)
-    gone = gone || ((!p.sends.empty() || receiving(p) || !p.awaiting_ack.empty()) && !alive(p));
+  for (const Peer& p : peers_) gone = gone || (awaits(p) && !alive(p));
   if (!gone || progress(done)) return;
   for (const Peer& p : peers_)
-    if ((!p.sends.empty() || receiving(p) || !p.awaiting_ack.empty()) && !alive(p)) check_alive(p);
+    if (awaits(p) && !alive(p)) check_alive(p);
 }
 
 std::string ShmTransport::pending_with(int rank) const {
@@ -489,9 +528,9 @@ std::string ShmTransport::pending_with(int rank) const {
   std::string out;
   if (!p.sends.empty() || !p.awaiting_ack.empty())
     out += str_cat(p.sends.size() + p.awaiting_ack.size(), " send(s) to rank ", rank, " (shm)");
-  if (!p.recvs.empty())
-    out += str_cat(out.empty() ? "" : "; ", p.recvs.size(), " receive(s) from rank ", rank, " (shm), first ",
-                   p.recvs.front().done_bytes, "/", p.recvs.front().bytes, " bytes");
+  if (p.recvs.size() > p.standing_recvs)
+    out += str_cat(out.empty() ? "" : "; ", p.recvs.size() - p.standing_recvs, " receive(s) from rank ", rank,
+                   " (shm), first ", p.recvs.front().done_bytes, "/", p.recvs.front().bytes, " bytes");
   if (!p.notify_waits.empty())
     out += str_cat(out.empty() ? "" : "; ", p.notify_waits.size(), " notification(s) from rank ", rank, " (shm)");
   return out;

@@ -86,6 +86,8 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
                      const uint64_t* notify) override;
   RequestId post_get(int peer, const Buffer& local, const RemoteMemory& remote, size_t offset) override;
   RequestId post_notification(int peer, uint64_t* value) override;
+  RequestId post_standing_recv(int peer, const Buffer& buffer, uint64_t tag) override;
+  void check_peer(int peer) const override;
   // PeerAccess
   PeerAccess* peer_access() override { return this; }
   bool handle_for(const void* data, size_t bytes, MemoryHandle* handle) const override;
@@ -125,6 +127,7 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
     uint64_t ack_target = 0;  // single copy: complete when the peer's ack count reaches it
     Sink sink{};              // a receive whose pieces go to a sink: take != null
     bool notify = false;      // a put's notification (its value in tag), sent as a slot of its own
+    bool standing = false;    // post_standing_recv: the peer leaving is no error by itself
   };
   // A posted wait for a peer's notification (post_notification).
   struct NotifyWait {
@@ -145,6 +148,7 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
     RingHeader* in_ring = nullptr;  // its ring in ours, and its slots
     Segment::Slots in_slots;
     Fifo<Op> sends, recvs, awaiting_ack;
+    size_t standing_recvs = 0;  // of recvs
     Fifo<NotifyWait> notify_waits;
     uint64_t single_copies_sent = 0;  // and references sent: the peer acknowledges both alike
     PeerRegions regions;              // its coll_mem_alloc buffers that we have mapped
@@ -155,7 +159,10 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
     uint64_t tail_seen = 0;
   };
 
-  void setup(const std::vector<std::string>& addresses, const Deadline& deadline);
+  void setup(const std::vector<std::string>& addresses, PairExchange& pairs, const Deadline& deadline);
+  // While setup waits on p: throws if its process exited, or (with `look`)
+  // its communicator is gone; `before` says what it had yet to do.
+  void check_coming(const Peer& p, PairExchange& pairs, bool look, const char* before) const;
   // Looks until `ready` says yes (true) or spin_ (at most timeout_ms) has
   // passed (false): spinning with a core each, yielding between looks with
   // more ranks than cores or when a peer waits on this CPU (the core goes
@@ -187,6 +194,9 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
   bool progress_sends(Peer& p, std::vector<RequestId>& done);
   bool progress_recvs(Peer& p, std::vector<RequestId>& done);
   static bool receiving(const Peer& p) { return !p.recvs.empty() || !p.notify_waits.empty(); }
+  // Whether anything but standing receives waits on the peer: what its
+  // leaving fails.
+  static bool awaits(const Peer& p);
   // one_sided.cc: the peer's registered memory [offset, offset + bytes) of
   // `remote`, moved to or from `local` at once.
   void move_one_sided(Peer& p, void* local, const RemoteMemory& remote, size_t offset, size_t bytes, bool put);
@@ -199,6 +209,7 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
   // Whether the peer neither closed nor exited; check_alive throws, naming
   // which, when it did.
   bool alive(const Peer& p) const;
+  static bool exited(const Peer& p);  // its process, whether or not its segment is open yet
   void check_alive(const Peer& p) const;
   std::string name(const Peer& p) const;
   // The index in peers_ of that rank, or -1 (not on this node, or before setup).

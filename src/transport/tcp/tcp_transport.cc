@@ -103,7 +103,7 @@ void TcpTransport::connect(const std::vector<int>& peers, const std::vector<std:
   }
   for (int peer : lower)
     connect_to_lower(peer, addresses.at(static_cast<size_t>(peer)), pairs.fetch(peer, deadline), deadline);
-  accept_from_higher(higher, addresses, deadline);
+  accept_from_higher(higher, addresses, pairs, deadline);
 }
 
 void TcpTransport::connect_to_lower(int peer, const std::string& address, const std::string& token,
@@ -119,19 +119,31 @@ void TcpTransport::connect_to_lower(int peer, const std::string& address, const 
 // greeted as they come and their answers read as they arrive, side by side:
 // a silent stranger holds only its own place, for kHandshakeSliceMs, and a
 // rank behind it in the queue gets in at once. A handshake still under way
-// when we return (a rank we do not wait for yet) goes on in poll().
+// when we return (a rank we do not wait for yet) goes on in poll(). The
+// ranks still missing are looked at now and then, one a look, in turn
+// (Looks): one that died before connecting fails the wait at once.
 void TcpTransport::accept_from_higher(const std::vector<int>& waiting, const std::vector<std::string>& addresses,
-                                      const Deadline& deadline) {
+                                      PairExchange& pairs, const Deadline& deadline) {
   addresses_ = addresses;
-  auto missing = [&] {
-    for (int p : waiting)
+  auto missing = [&](size_t from) {  // the first at or after `from`, in turn
+    for (size_t k = 0; k < waiting.size(); ++k) {
+      const int p = waiting[(from + k) % waiting.size()];
       if (!pairs_.count(p)) return p;
+    }
     return -1;
   };
-  while (missing() >= 0) {
+  Looks looks;
+  size_t turn = 0;
+  while (missing(0) >= 0) {
     if (deadline.expired())
       fail(Code::kTimeout, "rank ", rank_, ": timed out after ", deadline.budget_ms(), " ms (", deadline.setting(),
-           ") waiting for rank ", missing(), " to connect");
+           ") waiting for rank ", missing(0), " to connect");
+    if (looks.due()) {
+      const int peer = missing(turn++);
+      if (pairs.gone(peer))
+        fail(Code::kRemote, "rank ", rank_, ": rank ", peer, " (", describe(addresses.at(static_cast<size_t>(peer))),
+             ") is gone (its communicator's standby socket refuses connections) while we waited for it to connect");
+    }
     hear_newcomers(deadline.remaining_ms(100), true);
   }
 }

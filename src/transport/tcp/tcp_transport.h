@@ -59,7 +59,7 @@ class TcpTransport final : public Transport {
     std::chrono::steady_clock::time_point until{};  // when its silence ends it
   };
   void accept_from_higher(const std::vector<int>& waiting, const std::vector<std::string>& addresses,
-                          const Deadline& deadline);
+                          PairExchange& pairs, const Deadline& deadline);
   void hear_newcomers(int timeout_ms, bool accept);
   void greet_newcomers();
   bool hear_out(Greeted& g);
