@@ -155,23 +155,33 @@ inline TreeLinks double_tree(int n, int v, int which) {
 // rank order and tree 1's in reverse, so that no rank heads both.
 // node_of[r] numbers each rank's node from 0. Returns rank r's links, as ranks.
 inline TreeLinks node_tree(const std::vector<int>& node_of, int r, int which) {
-  int nodes = 0;
-  for (int node : node_of) nodes = std::max(nodes, node + 1);
-  std::vector<std::vector<int>> chain(static_cast<size_t>(nodes));
-  for (int q = 0; q < static_cast<int>(node_of.size()); ++q)
-    chain[static_cast<size_t>(node_of[static_cast<size_t>(q)])].push_back(q);
-  if (which == 1)
-    for (auto& c : chain) std::reverse(c.begin(), c.end());
-  const auto& mine = chain[static_cast<size_t>(node_of[static_cast<size_t>(r)])];
-  const size_t at = static_cast<size_t>(std::find(mine.begin(), mine.end(), r) - mine.begin());
+  const int n = static_cast<int>(node_of.size()), mine = node_of[static_cast<size_t>(r)];
+  // One pass, no copies: the trees of a large job's every rank are built at scale (sim/tree_classes.cc).
+  int nodes = 0, below = -1, above = -1;  // r's nearest ranks of its own node
+  for (int q = 0; q < n; ++q) {
+    nodes = std::max(nodes, node_of[static_cast<size_t>(q)] + 1);
+    if (node_of[static_cast<size_t>(q)] != mine) continue;
+    if (q < r) below = q;
+    if (q > r && above < 0) above = q;
+  }
   TreeLinks t;
-  if (at + 1 < mine.size()) t.children[2] = mine[at + 1];
-  if (at > 0) {
-    t.parent = mine[at - 1];
+  t.children[2] = which == 0 ? above : below;  // the next rank of the chain
+  const int prev = which == 0 ? below : above;
+  if (prev >= 0) {
+    t.parent = prev;
     return t;
   }
-  const TreeLinks across = double_tree(nodes, node_of[static_cast<size_t>(r)], which);
-  auto head = [&](int node) { return node < 0 ? -1 : chain[static_cast<size_t>(node)].front(); };
+  const TreeLinks across = double_tree(nodes, mine, which);
+  // A node's head: its first rank in tree 0's chain order, its last in tree 1's.
+  auto head = [&](int node) {
+    int h = -1;
+    for (int q = 0; node >= 0 && q < n; ++q)
+      if (node_of[static_cast<size_t>(q)] == node) {
+        h = q;
+        if (which == 0) break;
+      }
+    return h;
+  };
   t.parent = head(across.parent);
   t.children[0] = head(across.children[0]);
   t.children[1] = head(across.children[1]);

@@ -67,10 +67,11 @@ Schedule tree_allreduce(const CollShape& shape) {
   auto double_tree = [&](int, int rank, int which) {
     return across_nodes ? node_tree(shape.node_of, rank, which) : algo::double_tree(n, rank, which);
   };
+  const TreeLinks tree_links[2] = {double_tree(n, r, 0), double_tree(n, r, 1)};
   // Up both trees first, then down both: every rank enumerates messages in
   // this one order, which is how the two ends of each pair agree.
   for (int which = 0; which < 2; ++which) {
-    TreeLinks links = double_tree(n, r, which);
+    const TreeLinks& links = tree_links[which];
     for_each_chunk(half(shape.count, which), chunk, [&](const Span& piece) {
       // A leaf's output stays empty until the broadcast fills it.
       reduce_up(b, links, virtual_to_rank, n, 0, piece, BufferId::kSend, BufferId::kRecv);
@@ -78,7 +79,7 @@ Schedule tree_allreduce(const CollShape& shape) {
     });
   }
   for (int which = 0; which < 2; ++which) {
-    TreeLinks links = double_tree(n, r, which);
+    const TreeLinks& links = tree_links[which];
     for_each_chunk(half(shape.count, which), chunk, [&](const Span& piece) {
       if (links.parent >= 0) b.recv(links.parent, at(BufferId::kRecv, piece, es), piece.count * es);
       for (int child : links.children)
