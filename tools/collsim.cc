@@ -206,9 +206,11 @@ void print_prediction(const Options& o, const coll::sim::Cluster& cluster, const
   std::printf("  algbw       %.3f GB/s\n", p.algbw_bytes_per_s / 1e9);
   std::printf("  busbw       %.3f GB/s\n", p.busbw_bytes_per_s / 1e9);
   if (p.result.bottleneck >= 0) {
+    const std::string as = " (as " + f.link(p.result.bottleneck).name + ")";
     const std::string link = p.result.bottleneck_kind < 0 ? f.link(p.result.bottleneck).name
-                                                          : "every " + f.kind_name(p.result.bottleneck_kind) +
-                                                                " link (as " + f.link(p.result.bottleneck).name + ")";
+                             : p.classes_listed
+                                 ? "the " + f.kind_name(p.result.bottleneck_kind) + " links of nodes alike" + as
+                                 : "every " + f.kind_name(p.result.bottleneck_kind) + " link" + as;
     std::printf("  bottleneck  %s: %.3f us busy at full rate (%.0f%% of the time)\n", link.c_str(),
                 p.result.bottleneck_busy_s * 1e6, 100 * p.result.bottleneck_busy_s / p.result.seconds);
   }
@@ -216,8 +218,7 @@ void print_prediction(const Options& o, const coll::sim::Cluster& cluster, const
   if (p.symmetric_classes == 0 && o.symmetry == "on")
     std::printf("  symmetry    none: the schedules differ from node to node; every rank simulated\n");
   if (p.symmetric_classes > 0)
-    std::printf("  symmetry    node 0's %d ranks simulated, each for the %d ranks of its place on every node%s\n",
-                p.symmetric_classes, f.nranks() / p.symmetric_classes,
+    std::printf("  symmetry    %s%s\n", p.symmetry.c_str(),
                 p.same_dependencies
                     ? ""
                     : "\n              (approximate: which earlier chunk a step waits for differs by node)");

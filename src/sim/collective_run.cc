@@ -2,6 +2,7 @@
 
 #include "algorithms/select.h"
 #include "base/error.h"
+#include "sim/tree_classes.h"
 #include "sim/tuning.h"
 #include "topology/nodes.h"
 
@@ -98,19 +99,22 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
   p.algorithm = &algo::find_algorithm(run.collective,
                                       run.algorithm.empty() || run.algorithm == "auto" ? p.auto_choice : run.algorithm);
   using Sym = CollectiveRun::Symmetry;
-  if (run.symmetry == Sym::kUse || (run.symmetry == Sym::kAuto && n >= CollectiveRun::kSymmetricFrom))
-    if (std::optional<SymmetricPlan> sym = find_symmetry(*p.algorithm, shape)) {
+  if (run.symmetry == Sym::kUse || (run.symmetry == Sym::kAuto && n >= CollectiveRun::kSymmetricFrom)) {
+    std::optional<SymmetricPlan> sym = find_symmetry(*p.algorithm, shape);
+    if (!sym) sym = find_tree_classes(*p.algorithm, shape);
+    if (sym) {
       p.symmetry = sym->symmetry;
       p.same_dependencies = sym->same_dependencies;
       p.schedules = std::move(sym->schedules);
       // Each representative's peers have their class's routes walked once: every rank's.
       size_t walks = 0;
-      for (const algo::Schedule& s : p.schedules)
-        walks += s.peers().size() * static_cast<size_t>(sym->symmetry.members());
+      for (size_t c = 0; c < p.schedules.size(); ++c)
+        walks += p.schedules[c].peers().size() * static_cast<size_t>(sym->symmetry.members(static_cast<int>(c)));
       if (walks > kMaxSteps)
         too_big(*p.algorithm, n, str_cat("sends between ", walks, " pairs of ranks, more than ", kMaxSteps));
       return p;
     }
+  }
   // Building each rank's schedule may cost O(n) itself (the trees'), and running every rank is slow long before.
   const std::string unaided = "; no symmetry stands in for them (none found or asked for)";
   if (n > kMaxEveryRank)
@@ -138,7 +142,11 @@ Prediction predict(const Cluster& whole, const CollectiveRun& run, std::vector<S
   Prediction p;
   p.auto_choice = plan_.auto_choice;
   p.algorithm = plan_.algorithm->name;
-  if (plan_.symmetry) p.symmetric_classes = plan_.symmetry->classes();
+  if (plan_.symmetry) {
+    p.symmetric_classes = plan_.symmetry->classes();
+    p.symmetry = plan_.symmetry->describe();
+    p.classes_listed = plan_.symmetry->listed();
+  }
   p.same_dependencies = plan_.same_dependencies;
   p.result = simulate(plan_.schedules, cluster.fabric, cluster.costs, timeline, progress,
                       plan_.symmetry ? &*plan_.symmetry : nullptr);

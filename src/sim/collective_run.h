@@ -37,7 +37,9 @@ struct Prediction {
   Result result;
   double algbw_bytes_per_s = 0;
   double busbw_bytes_per_s = 0;   // nccl-tests' definition
-  int symmetric_classes = 0;      // under a symmetry: the ranks simulated (node 0's), each for a class
+  int symmetric_classes = 0;      // under a symmetry: the units simulated, each for a class
+  std::string symmetry;           // under a symmetry: what its classes are (Symmetry::describe)
+  bool classes_listed = false;    // the tree's classes: a kind's NICs group by nodes alike
   bool same_dependencies = true;  // under a symmetry: SymmetricPlan's
 };
 

@@ -53,10 +53,10 @@ class Run {
       if (t == kNever) {
         const Flow& f = flows_.front();
         if (f.local)
-          fail(Code::kInvalidArgument, "simulate: rank ", p_.unit_of[f.send], "'s step ", p_.step_index(f.send),
+          fail(Code::kInvalidArgument, "simulate: rank ", p_.rank_of(f.send), "'s step ", p_.step_index(f.send),
                " (a local copy or reduction) crosses a link of no capacity (", paths_.hop_name(zero_link(f)),
                ") and never ends");
-        fail(Code::kInvalidArgument, "simulate: a message from rank ", p_.unit_of[f.send], " to rank ",
+        fail(Code::kInvalidArgument, "simulate: a message from rank ", p_.rank_of(f.send), " to rank ",
              p_.step[f.send]->peer, " crosses a link of no capacity (", paths_.hop_name(zero_link(f)),
              ": failed?) and never arrives");
       }
@@ -71,7 +71,7 @@ class Run {
     }
     for (size_t id = 0; id < p_.step.size(); ++id)
       if (start_[id] < 0 || p_.waiting[id] != 0)
-        fail(Code::kInternal, "simulate: rank ", p_.unit_of[id], " step ", p_.step_index(id),
+        fail(Code::kInternal, "simulate: rank ", p_.rank_of(id), " step ", p_.step_index(id),
              " never ran: the schedules cannot finish");
     find_bottleneck();
     return result_;
@@ -133,7 +133,7 @@ class Run {
     switch (timer.what) {
       case What::kFlowStart: {
         const algo::Step& s = *p_.step[timer.step];
-        result_.messages += static_cast<size_t>(sym_.members());
+        result_.messages += static_cast<size_t>(sym_.members(p_.unit_of[timer.step]));
         // Messages to one peer leave one after another, as on a connection.
         Channel& c = channels_[{p_.unit_of[timer.step], s.peer}];
         if (c.busy) {
@@ -143,10 +143,9 @@ class Run {
         return leave(c, timer.step);
       }
       case What::kArrive: {
-        const size_t recv = p_.partner[timer.step];
-        arrived_[recv] = now_;
+        arrive(p_.partner[timer.step]);
+        for (auto [it, end] = p_.also_delivers.equal_range(timer.step); it != end; ++it) arrive(it->second);
         done(timer.step);  // the send is done once its bytes are in
-        if (start_[recv] >= 0) receive(recv, std::max(now_, start_[recv]));
         return false;
       }
       case What::kDone:
@@ -154,6 +153,12 @@ class Run {
         return false;
     }
     return false;
+  }
+
+  void arrive(size_t recv) {
+    if (recv == SIZE_MAX) return;  // a send to the second of two alike ranks, whose class's receive another delivers
+    arrived_[recv] = now_;
+    if (start_[recv] >= 0) receive(recv, std::max(now_, start_[recv]));
   }
 
   void done(size_t id) {
@@ -164,7 +169,7 @@ class Run {
       const size_t partner = p_.partner[id];
       const int peer_step = partner == SIZE_MAX ? -1 : p_.step_index(partner);
       timeline_->push_back(
-          StepTime{p_.unit_of[id], p_.step_index(id), s.kind, s.peer, peer_step, s.bytes, start_[id], now_});
+          StepTime{p_.rank_of(id), p_.step_index(id), s.kind, s.peer, peer_step, s.bytes, start_[id], now_});
     }
     for (size_t next : p_.dependents[id])
       if (--p_.waiting[next] == 0) ready(next, now_);
@@ -292,7 +297,7 @@ class Run {
 Result simulate(const std::vector<algo::Schedule>& schedules, const Fabric& fabric, const Costs& costs,
                 std::vector<StepTime>* timeline, const Progress* progress, const Symmetry* symmetry) {
   const int n = static_cast<int>(schedules.size());
-  return Run(schedules, fabric, costs, timeline, progress, symmetry != nullptr ? *symmetry : Symmetry(n, n)).go();
+  return Run(schedules, fabric, costs, timeline, progress, symmetry != nullptr ? *symmetry : Symmetry(n)).go();
 }
 
 }  // namespace coll::sim

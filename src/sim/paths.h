@@ -26,7 +26,7 @@ class Paths {
   // Under a symmetry: groups the links the ranks reach by kind and capacity.
   Paths(const Fabric& fabric, const Symmetry& sym);
 
-  bool symmetric() const { return sym_.members() > 1; }
+  bool symmetric() const { return !sym_.none(); }
   // Per link, or per group of links.
   const std::vector<double>& capacity() const { return capacity_; }
   // The link a group's numbers are shown on (one of it; all carry the same).
@@ -37,6 +37,7 @@ class Paths {
 
   // peer kLocal: the unit's local copies and reductions (Fabric::local_route).
   static constexpr int kLocal = -1;
+  // A unit is a rank, or under a symmetry a class (its representative's peer).
   const Path& of(int unit, int peer) {
     auto [it, added] = cache_.try_emplace({unit, peer});
     if (added) it->second = symmetric() ? spread(unit, peer) : one(unit, peer);
@@ -44,15 +45,17 @@ class Paths {
   }
 
  private:
-  Path one(int from, int to) const;
-  // Every member's message of the representative's class, counted by group; the mean latency.
-  Path spread(int rep, int peer) const;
+  Path one(int unit, int to) const;
+  // Every member's message of class cls, counted by group; the mean latency
+  // (the longest under listed classes).
+  Path spread(int cls, int peer) const;
 
   const Fabric& fabric_;
   const Symmetry& sym_;
   std::vector<double> capacity_;
   // Links of one kind and one capacity form a group (a failed cable, a
-  // partly filled leaf: a group of their own), which shares its load evenly.
+  // partly filled leaf: a group of their own), which shares its load evenly;
+  // a node's NICs only with those of nodes alike (Symmetry::alike_links).
   std::vector<int> group_of_link_;
   std::vector<double> links_in_group_;
   std::vector<int> example_;

@@ -53,6 +53,15 @@ busbw=$(awk '$1 == "busbw" { print $2 }' <<<"$out")
 # Each rail's ring of 12 500 nodes: 25 000 messages of about 4.6 us (alpha 3 us, 4 hops, 10 KiB at 50 GB/s).
 awk -v b="$busbw" 'BEGIN { exit !(b > 17 && b < 21) }' || fail "100k hierarchical busbw $busbw GB/s, expected 17-21"
 
+echo "== 100 000 ranks of the tree: classes of ranks alike in their place in each tree"
+out=$("$collsim" --cluster "$clusters/fat_tree_100k.json" --algo tree --size 1G)
+grep -qF "symmetry    800 classes simulated, each for the ranks alike in their place in one of the 2 trees" <<<"$out" ||
+  fail "no tree classes at 100k: $out"
+grep -qF "bottleneck  the nic0.up links of nodes alike (as node1.nic0.up)" <<<"$out" || fail "100k tree bottleneck: $out"
+busbw=$(awk '$1 == "busbw" { print $2 }' <<<"$out")
+# An inner node's NIC sends a half to its parent and to each child: 1.5 GiB at 50 GB/s, 32 ms, and 14 levels' latency.
+awk -v b="$busbw" 'BEGIN { exit !(b > 60 && b < 66) }' || fail "100k tree busbw $busbw GB/s, expected 60-66"
+
 echo "== --explain: the rounds in words, the cost formula with its numbers, the same as an animation"
 out=$("$collsim" --explain ring -n 4 --svg "$tmp/ring.svg")
 grep -qxF "ring allreduce on 4 ranks, 64 bytes (16 elements of 4 bytes)" <<<"$out" || fail "explain header: $out"
@@ -98,7 +107,8 @@ check_error "cannot be read" --cluster "$tmp/none.json"
 check_error "asked for; the cluster has 128 GPUs" --cluster "$clusters/islands_4x4.json" --ranks 500
 check_error "--explain 'nope': allreduce has" --explain nope
 check_error "3 ranks do not fill nodes of 2 evenly" --explain ring -n 3 --per-node 2
-check_error "tree on 100000 ranks would simulate every rank" --cluster "$clusters/fat_tree_100k.json" --algo tree
+check_error "halving_doubling on 100000 ranks would simulate every rank" --cluster "$clusters/fat_tree_100k.json" \
+  --algo halving_doubling
 check_error "direct on 100000 ranks sends between" --cluster "$clusters/fat_tree_100k.json" --collective alltoall --size 1G
 check_error "--symmetry 'maybe'" --cluster "$clusters/islands_4x4.json" --symmetry maybe
 check_error "--failures needs a mean time to failure in hours" --cluster "$clusters/islands_4x4.json" --failures 0

@@ -272,12 +272,38 @@ TEST(Symmetry, LinksOfOneKindButAnotherCapacityAreTheirOwnGroup) {
   }
 }
 
+// Nodes differ in their places in the trees: classes of ranks alike in one tree stand for them.
+TEST(Symmetry, TreeClassesStandForTheRanksAlikeInEachTree) {
+  // 20 nodes: some tree nodes have two alike children, whose parents' two receives one send delivers.
+  const std::string file = R"({"nodes": 20, "node": {"gpus": 4, "nics": 4, "gpu_link_gbps": 800}, "nic_gbps": 100,
+      "network": {"rail_optimized": true, "levels": [{"ports": 8, "oversubscription": 2}, {"groups": 2}]}})";
+  const Cluster c = parse_cluster(file, "t");
+  for (size_t bytes : {size_t{64} << 10, size_t{64} << 20}) {
+    CollectiveRun run{algo::Collective::kAllreduce, bytes, 4, "tree"};
+    run.symmetry = CollectiveRun::Symmetry::kNever;
+    const Prediction every = predict(c, run);
+    run.symmetry = CollectiveRun::Symmetry::kUse;
+    const Prediction sym = predict(c, run);
+    // 20 nodes fall into 8 classes in each tree (leaves, inner nodes by height and neighbours), 4 ranks each.
+    EXPECT_EQ(sym.symmetric_classes, 2 * 8 * 4) << bytes;
+    EXPECT_TRUE(sym.same_dependencies);
+    EXPECT_EQ(sym.result.messages, every.result.messages) << bytes;
+    // A class's messages take its members' longest latency: 3.9% fast at 64 KiB.
+    EXPECT_NEAR(sym.result.seconds, every.result.seconds, every.result.seconds * (bytes < (1 << 20) ? 0.05 : 0.01))
+        << bytes;
+    ASSERT_GE(sym.result.bottleneck_kind, 0);
+    EXPECT_EQ(sym.result.bottleneck_kind, c.fabric.link(every.result.bottleneck).kind) << bytes;
+  }
+}
+
 TEST(Symmetry, IsFoundOnlyWhereTheSchedulesShiftWithTheNodes) {
   const Cluster c = parse_cluster(rails_16x4(), "t");
-  CollectiveRun run{algo::Collective::kAllreduce, 64 << 20, 4, "tree"};  // nodes differ in their places in the trees
+  CollectiveRun run{algo::Collective::kAllreduce, 64 << 20, 4, "halving_doubling"};  // partners differ by node
   run.symmetry = CollectiveRun::Symmetry::kUse;
   EXPECT_EQ(predict(c, run).symmetric_classes, 0);
   const Cluster partial = parse_cluster(rails_16x4(), "t", 62);  // the last node holds 2 ranks
+  run.algorithm = "tree";
+  EXPECT_EQ(predict(partial, run).symmetric_classes, 0);
   run.algorithm = "ring";
   EXPECT_EQ(predict(partial, run).symmetric_classes, 0);
   const algo::Algorithm& ring = algo::find_algorithm(algo::Collective::kAllreduce, "ring");
@@ -289,10 +315,11 @@ TEST(Symmetry, IsFoundOnlyWhereTheSchedulesShiftWithTheNodes) {
   const std::optional<SymmetricPlan> sym = find_symmetry(ring, shape);
   ASSERT_TRUE(sym.has_value());
   EXPECT_EQ(sym->schedules.size(), 2u);
-  EXPECT_EQ(sym->symmetry.image(5, 2), 6);     // rank 1's next is 2; rank 5's is 6
-  EXPECT_EQ(sym->symmetry.image(7, 0), 6);     // rank 1's previous is 0; rank 7's is 6
-  EXPECT_EQ(sym->symmetry.preimage(7, 0), 2);  // rank 7's next, 0, is to rank 1 what 2 is
-  shape.node_of = {1, 1, 0, 0, 3, 3, 2, 2};    // nodes not in rank order
+  EXPECT_EQ(sym->symmetry.image(1, 2, 2), 6);  // rank 1's next is 2; rank 5's (class 1's member 2) is 6
+  EXPECT_EQ(sym->symmetry.image(1, 3, 0), 6);  // rank 1's previous is 0; rank 7's is 6
+  // Rank 0 sends to 7, whose part rank 1 plays: to rank 1, 2 is what 0 is to 7.
+  EXPECT_EQ(sym->symmetry.counterpart(0, 7), std::make_pair(1, 2));
+  shape.node_of = {1, 1, 0, 0, 3, 3, 2, 2};  // nodes not in rank order
   EXPECT_FALSE(find_symmetry(ring, shape).has_value());
 }
 
