@@ -26,7 +26,7 @@
 namespace coll {
 
 Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix, int64_t timeout_ms,
-                           int64_t init_timeout_ms, Store store)
+                           int64_t init_timeout_ms, Store store, const std::function<bool(int)>& known_gone)
     : rank_(rank),
       nranks_(nranks),
       prefix_(std::move(prefix)),
@@ -86,8 +86,10 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   addresses_.resize(static_cast<size_t>(nranks_));
   standby_addresses_.resize(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
-    const std::string both =
-        store_->get(str_cat(prefix_, "addr/", r), deadline, str_cat("rank ", r, " of ", nranks_, " to join"));
+    const std::string key = str_cat(prefix_, "addr/", r),
+                      waiting_for = str_cat("rank ", r, " of ", nranks_, " to join");
+    const std::string both = known_gone ? store_->get(key, deadline, waiting_for, [&] { return known_gone(r); })
+                                        : store_->get(key, deadline, waiting_for);
     const size_t cut = both.find(kSeparator);
     if (cut == std::string::npos) fail(Code::kRemote, "rank ", rank_, ": rank ", r, " published a malformed address");
     addresses_[static_cast<size_t>(r)] = both.substr(0, cut);

@@ -75,10 +75,14 @@ class Communicator final : private FastPathHost {
   // instead (COLL_INIT_TIMEOUT_MS: a job's first communicator).
   // `store`: starting (rank 0 may start it after we ask: a refused
   // connection is retried) or running (a shrink's host serves it already: a
-  // refusal means the host is gone, kRemote at once).
+  // refusal means the host is gone, kRemote at once). `known_gone`, for a
+  // communicator made from another (shrink, grow): whether new rank r's
+  // process is found gone there, asked now and then while waiting for r to
+  // join, so that a member that died meanwhile fails the join at once.
   enum class Store { kStarting, kRunning };
   Communicator(int nranks, const bootstrap::UniqueId& id, int rank, std::string prefix = "", int64_t timeout_ms = 0,
-               int64_t init_timeout_ms = 0, Store store = Store::kStarting);
+               int64_t init_timeout_ms = 0, Store store = Store::kStarting,
+               const std::function<bool(int)>& known_gone = nullptr);
   ~Communicator();
 
   int rank() const { return rank_; }

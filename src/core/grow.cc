@@ -23,6 +23,7 @@
 
 namespace coll {
 
+void (*test_hooks::grow_broadcasting)() = nullptr;
 void (*test_hooks::grow_joining)() = nullptr;
 
 namespace {
@@ -75,45 +76,53 @@ class Made {
 }  // namespace
 
 std::unique_ptr<Communicator> Communicator::grow(int nnew, const coll_unique_id_t* id) {
-  // Every member must grow by as many: one that differs fails them all.
-  int64_t range[2] = {nnew, -int64_t{nnew}};
-  const OpRequest agree_nnew{algo::Collective::kAllreduce, range, range, 2, COLL_INT64, COLL_MAX, 0};
-  run({&agree_nnew, 1});
-  if (range[0] != -range[1])
-    fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": nnew is ", nnew, " here but ranges from ", -range[1],
-         " to ", range[0], " over the members; every member passes the same nnew");
-  if (nnew < 0) fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": nnew ", nnew, " is negative");
-  if (nnew > INT_MAX - nranks_)
-    fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": ", nranks_, " + ", nnew, " ranks overflow an int");
-
-  GrowWord word;
   Made made;
-  std::optional<Error> why_not;
-  if (rank_ == 0) {
-    try {
-      word.id = id != nullptr ? *id : made.make(nranks_, nnew, timeout_ms_);
-      word.offered = made.offered();
-      word.ok = 1;
-    } catch (const Error& e) {
-      why_not = e;
-    }
-  }
-  const OpRequest bcast{algo::Collective::kBroadcast, &word, &word, sizeof(word), COLL_UINT8, COLL_SUM, 0};
-  run({&bcast, 1});
-  if (why_not) throw *why_not;
-  if (word.ok == 0)
-    fail(Code::kRemote, "comm_grow on rank ", rank_, ": rank 0 has no id to grow with (its error says why)");
-  const bootstrap::UniqueId job = bootstrap::UniqueId::decode(word.id);
-  log::info(log::kInit, "comm_grow: rank ", rank_, " of ", nranks_, " joins ", nnew, " new rank(s): ", nranks_ + nnew,
-            " in all");
-  if (test_hooks::grow_joining != nullptr) test_hooks::grow_joining();
-  // Rank 0's process serves the store already: a refusal means it is gone.
+  GrowWord word;
   std::unique_ptr<Communicator> grown;
-  std::optional<Error> joining;
+  std::optional<Error> failed;
+  // A member that fails anywhere here (a peer dead in the checks or the
+  // broadcast, or in the join) still comes to the agreement below: every
+  // member calls agree once per growth, and none waits out its timeout
+  // there for one that left early.
   try {
-    grown = std::make_unique<Communicator>(nranks_ + nnew, job, rank_, "", timeout_ms_, timeout_ms_, Store::kRunning);
+    // Every member must grow by as many: one that differs fails them all.
+    int64_t range[2] = {nnew, -int64_t{nnew}};
+    const OpRequest agree_nnew{algo::Collective::kAllreduce, range, range, 2, COLL_INT64, COLL_MAX, 0};
+    run({&agree_nnew, 1});
+    if (range[0] != -range[1])
+      fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": nnew is ", nnew, " here but ranges from ", -range[1],
+           " to ", range[0], " over the members; every member passes the same nnew");
+    if (nnew < 0) fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": nnew ", nnew, " is negative");
+    if (nnew > INT_MAX - nranks_)
+      fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": ", nranks_, " + ", nnew, " ranks overflow an int");
+
+    std::optional<Error> why_not;
+    if (rank_ == 0) {
+      try {
+        word.id = id != nullptr ? *id : made.make(nranks_, nnew, timeout_ms_);
+        word.offered = made.offered();
+        word.ok = 1;
+      } catch (const Error& e) {
+        why_not = e;
+      }
+    }
+    if (test_hooks::grow_broadcasting != nullptr) test_hooks::grow_broadcasting();
+    const OpRequest bcast{algo::Collective::kBroadcast, &word, &word, sizeof(word), COLL_UINT8, COLL_SUM, 0};
+    run({&bcast, 1});
+    if (why_not) throw *why_not;
+    if (word.ok == 0)
+      fail(Code::kRemote, "comm_grow on rank ", rank_, ": rank 0 has no id to grow with (its error says why)");
+    log::info(log::kInit, "comm_grow: rank ", rank_, " of ", nranks_, " joins ", nnew, " new rank(s): ", nranks_ + nnew,
+              " in all");
+    if (test_hooks::grow_joining != nullptr) test_hooks::grow_joining();
+    // Rank 0's process serves the store already: a refusal means it is
+    // gone. A member found gone here fails the join at once; a new rank
+    // that does not come, at the timeout.
+    grown = std::make_unique<Communicator>(nranks_ + nnew, bootstrap::UniqueId::decode(word.id), rank_, "", timeout_ms_,
+                                           timeout_ms_, Store::kRunning,
+                                           [this](int r) { return r < nranks_ && standby_gone(r); });
   } catch (const Error& e) {
-    joining = e;
+    failed = e;
   }
   // A member that dies while the others join can leave some joined and
   // some not: they agree, here, that all did, or the growth fails on every
@@ -121,7 +130,7 @@ std::unique_ptr<Communicator> Communicator::grow(int nnew, const coll_unique_id_
   // and this communicator is left as it was, to be shrunk.
   if (agree(grown != nullptr, nullptr) == 0) {
     grown.reset();
-    if (joining) throw *joining;
+    if (failed) throw *failed;
     fail(Code::kRemote, "comm_grow on rank ", rank_, ": another member could not join the new communicator");
   }
   // Spares wait for this barrier before they count themselves in.

@@ -100,8 +100,9 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
 // dies while the members connect fails the join on every member (they then
 // meet at the next host), rather than on those it had not answered yet only.
 std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::UniqueId& id, const std::string& members) {
+  const std::vector<int> old_ranks = meeting::parse_ranks(members, nranks_);
   int new_rank = -1, new_size = 0;
-  for (int r : meeting::parse_ranks(members, nranks_)) {
+  for (int r : old_ranks) {
     if (r == rank_) new_rank = new_size;
     ++new_size;
   }
@@ -110,7 +111,8 @@ std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::Unique
          ": another survivor excluded this rank (members: ", members, ")");
   log::info(log::kInit, "comm_shrink: rank ", rank_, " becomes rank ", new_rank, " of ", new_size, " (old ranks ",
             members, ")");
-  auto joined = std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_, 0, Store::kRunning);
+  auto joined = std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_, 0, Store::kRunning,
+                                               [&](int r) { return standby_gone(old_ranks[static_cast<size_t>(r)]); });
   const OpRequest barrier{algo::Collective::kBarrier};
   joined->run({&barrier, 1});
   return joined;

@@ -10,6 +10,7 @@ extern void (*shrink_reading_members)();  // a shrink's guest, before reading th
 extern void (*agree_decided)();           // an agreement's host, after publishing its decision, before the commit
 extern void (*agree_committed)();         // an agreement's host, after the commit
 extern void (*agree_reading_commit)();    // an agreement's guest, before reading the commit
+extern void (*grow_broadcasting)();       // a member of a growth, before rank 0's id goes out
 extern void (*grow_joining)();            // a member of a growth, once it has the id, before joining
 
 }  // namespace coll::test_hooks

@@ -253,6 +253,38 @@ TEST(Grow, MembersThatDisagreeAllFailAtOnceAndSayWhy) {
       kOptions);
 }
 
+// A member dies as rank 0's id goes out: the members after it in the
+// broadcast fail there, the others as they join; all come to the growth's
+// agreement, so that every member fails at once, not at the timeout, and
+// the three shrink into a working communicator.
+TEST(Grow, AMemberThatDiesInTheBroadcastFailsItAtOnceOnEveryMember) {
+  RankOptions options = kOptions;
+  options.killed_rank = 2;
+  run_ranks(
+      4,
+      [](int rank, int, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, 4, id);
+        ASSERT_NE(comm, nullptr);
+        ASSERT_EQ(coll_barrier(comm), COLL_SUCCESS) << last_error(comm);
+        if (rank == 2) test_hooks::grow_broadcasting = [] { raise(SIGKILL); };
+        coll_unique_id_t gid{};
+        if (rank == 0) ASSERT_EQ(coll_get_unique_id(&gid), COLL_SUCCESS);
+        const auto start = Clock::now();
+        coll_comm_t grown = nullptr;
+        const coll_result_t r = coll_comm_grow(comm, 1, rank == 0 ? &gid : nullptr, &grown);
+        std::printf("rank %d: grow returned %d after %.0f ms: %s\n", rank, r, ms_since(start),
+                    last_error(comm).c_str());
+        EXPECT_NE(r, COLL_SUCCESS);
+        EXPECT_LT(ms_since(start), 2500) << "rank " << rank << ": the growth failed at the timeout, not at once";
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        expect_works(survivors, 3, rank < 2 ? rank : rank - 1);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      options);
+}
+
 // Spares under a launcher (COLL_SPARES_DIR): a member dies after the id is
 // out, so the first growth fails; its spare goes back to waiting, and
 // takes the seat the survivors offer when they grow again.
@@ -278,9 +310,13 @@ TEST(Grow, ASpareOfAFailedGrowthWaitsForTheNext) {
         ASSERT_NE(comm, nullptr);
         if (rank == 2) test_hooks::grow_joining = [] { raise(SIGKILL); };
         coll_comm_t grown = nullptr;
+        const auto start = Clock::now();
         const coll_result_t r = coll_comm_grow(comm, 1, nullptr, &grown);
-        std::printf("rank %d: the first growth: %d: %s\n", rank, r, last_error(comm).c_str());
+        std::printf("rank %d: the first growth: %d after %.0f ms: %s\n", rank, r, ms_since(start),
+                    last_error(comm).c_str());
         EXPECT_NE(r, COLL_SUCCESS);
+        // Rank 2's standby refuses at the first look: not the 5 s timeout.
+        EXPECT_LT(ms_since(start), 2500) << "rank " << rank << ": the growth failed at the timeout, not at once";
         coll_comm_t survivors = nullptr;
         ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
         ASSERT_EQ(coll_comm_grow(survivors, 1, nullptr, &grown), COLL_SUCCESS) << last_error(survivors);
