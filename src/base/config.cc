@@ -127,7 +127,9 @@ const std::vector<Setting>& settings() {
        "set by collrun --spares (or by hand, on a shared filesystem): where a growing communicator's rank 0 offers "
        "seats to the spares"},
       {"COLL_SPARE", "int", "", "",
-       "set by collrun --spares on the spares: coll_comm_init_from_env waits for a communicator to grow and joins it"},
+       "set by collrun --spares on the spares: coll_comm_init_from_env waits for a communicator to grow and joins it, "
+       "within the members' COLL_TIMEOUT_MS (the offer carries it), not COLL_INIT_TIMEOUT_MS; a spare whose growth "
+       "fails waits for the next"},
       {"COLL_LIBRARY", "string", "", "",
        "read by the Python package (import coll): the path of the libcoll it loads (docs/PYTHON.md)"},
       {"COLL_INCLUDE", "string", "", "",

@@ -73,51 +73,69 @@ class Made {
   bool finished_ = false;
 };
 
+// The members' checks of nnew, then rank 0's word by a broadcast: the id
+// (made here if rank 0 passed none) or that it has none.
+GrowWord share_word(Communicator& comm, int nnew, const coll_unique_id_t* id, Made& made, int64_t timeout_ms) {
+  const int rank = comm.rank(), nranks = comm.nranks();
+  // Every member must grow by as many: one that differs fails them all.
+  int64_t range[2] = {nnew, -int64_t{nnew}};
+  const OpRequest agree_nnew{algo::Collective::kAllreduce, range, range, 2, COLL_INT64, COLL_MAX, 0};
+  comm.run({&agree_nnew, 1});
+  if (range[0] != -range[1])
+    fail(Code::kInvalidArgument, "comm_grow on rank ", rank, ": nnew is ", nnew, " here but ranges from ", -range[1],
+         " to ", range[0], " over the members; every member passes the same nnew");
+  if (nnew < 0) fail(Code::kInvalidArgument, "comm_grow on rank ", rank, ": nnew ", nnew, " is negative");
+  if (nnew > INT_MAX - nranks)
+    fail(Code::kInvalidArgument, "comm_grow on rank ", rank, ": ", nranks, " + ", nnew, " ranks overflow an int");
+
+  GrowWord word;
+  std::optional<Error> why_not;
+  if (rank == 0) {
+    try {
+      word.id = id != nullptr ? *id : made.make(nranks, nnew, timeout_ms);
+      word.offered = made.offered();
+      word.ok = 1;
+    } catch (const Error& e) {
+      why_not = e;
+    }
+  }
+  if (test_hooks::grow_broadcasting != nullptr) test_hooks::grow_broadcasting();
+  const OpRequest bcast{algo::Collective::kBroadcast, &word, &word, sizeof(word), COLL_UINT8, COLL_SUM, 0};
+  comm.run({&bcast, 1});
+  if (why_not) throw *why_not;
+  if (word.ok == 0)
+    fail(Code::kRemote, "comm_grow on rank ", rank, ": rank 0 has no id to grow with (its error says why)");
+  return word;
+}
+
 }  // namespace
 
+// Two agreements on comm keep the members together whatever fails: one
+// that every member has the id (a live member that failed the checks or the
+// broadcast, where a peer died, would leave the others waiting for it to
+// join until the timeout), one that every member joined.
 std::unique_ptr<Communicator> Communicator::grow(int nnew, const coll_unique_id_t* id) {
   Made made;
   GrowWord word;
-  std::unique_ptr<Communicator> grown;
   std::optional<Error> failed;
-  // A member that fails anywhere here (a peer dead in the checks or the
-  // broadcast, or in the join) still comes to the agreement below: every
-  // member calls agree once per growth, and none waits out its timeout
-  // there for one that left early.
   try {
-    // Every member must grow by as many: one that differs fails them all.
-    int64_t range[2] = {nnew, -int64_t{nnew}};
-    const OpRequest agree_nnew{algo::Collective::kAllreduce, range, range, 2, COLL_INT64, COLL_MAX, 0};
-    run({&agree_nnew, 1});
-    if (range[0] != -range[1])
-      fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": nnew is ", nnew, " here but ranges from ", -range[1],
-           " to ", range[0], " over the members; every member passes the same nnew");
-    if (nnew < 0) fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": nnew ", nnew, " is negative");
-    if (nnew > INT_MAX - nranks_)
-      fail(Code::kInvalidArgument, "comm_grow on rank ", rank_, ": ", nranks_, " + ", nnew, " ranks overflow an int");
-
-    std::optional<Error> why_not;
-    if (rank_ == 0) {
-      try {
-        word.id = id != nullptr ? *id : made.make(nranks_, nnew, timeout_ms_);
-        word.offered = made.offered();
-        word.ok = 1;
-      } catch (const Error& e) {
-        why_not = e;
-      }
-    }
-    if (test_hooks::grow_broadcasting != nullptr) test_hooks::grow_broadcasting();
-    const OpRequest bcast{algo::Collective::kBroadcast, &word, &word, sizeof(word), COLL_UINT8, COLL_SUM, 0};
-    run({&bcast, 1});
-    if (why_not) throw *why_not;
-    if (word.ok == 0)
-      fail(Code::kRemote, "comm_grow on rank ", rank_, ": rank 0 has no id to grow with (its error says why)");
-    log::info(log::kInit, "comm_grow: rank ", rank_, " of ", nranks_, " joins ", nnew, " new rank(s): ", nranks_ + nnew,
-              " in all");
-    if (test_hooks::grow_joining != nullptr) test_hooks::grow_joining();
-    // Rank 0's process serves the store already: a refusal means it is
-    // gone. A member found gone here fails the join at once; a new rank
-    // that does not come, at the timeout.
+    word = share_word(*this, nnew, id, made, timeout_ms_);
+  } catch (const Error& e) {
+    failed = e;
+  }
+  if (agree(failed ? 0 : 1, nullptr) == 0) {
+    if (failed) throw *failed;
+    fail(Code::kRemote, "comm_grow on rank ", rank_,
+         ": another member failed before joining (a rank died in the check of nnew or the broadcast of the id)");
+  }
+  log::info(log::kInit, "comm_grow: rank ", rank_, " of ", nranks_, " joins ", nnew, " new rank(s): ", nranks_ + nnew,
+            " in all");
+  if (test_hooks::grow_joining != nullptr) test_hooks::grow_joining();
+  // Rank 0's process serves the store already: a refusal means it is gone.
+  // A member found gone (its standby here refuses) fails the join at once;
+  // a new rank that does not come, at the timeout.
+  std::unique_ptr<Communicator> grown;
+  try {
     grown = std::make_unique<Communicator>(nranks_ + nnew, bootstrap::UniqueId::decode(word.id), rank_, "", timeout_ms_,
                                            timeout_ms_, Store::kRunning,
                                            [this](int r) { return r < nranks_ && standby_gone(r); });
