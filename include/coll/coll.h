@@ -321,11 +321,12 @@ COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ran
  * coll makes one and the spares waiting in coll_comm_init_from_env take the
  * new ranks (a spare whose growth fails waits for the next). Members that
  * pass different nnew get COLL_INVALID_ARGUMENT, and the others, when rank 0
- * has no id, COLL_REMOTE_ERROR: all at once. A member or new rank that does
- * not join fails the growth on the others with COLL_TIMEOUT within comm's
- * timeout, naming it, and comm stays as it was: the members agree (on comm)
- * that every one of them joined, or all fail and close their new
- * communicators, whose new ranks' calls then fail. A process with the wrong id
+ * has no id, COLL_REMOTE_ERROR: all at once. A new rank that does not join
+ * fails the growth on the others with COLL_TIMEOUT within comm's timeout,
+ * naming it; a member that dies, at once with COLL_REMOTE_ERROR; and comm
+ * stays as it was: the members agree (on comm) that every one of them has
+ * the id, then that every one of them joined, or all fail and close their
+ * new communicators, whose new ranks' calls then fail. A process with the wrong id
  * or secret is refused by the store and the others go on. comm must still
  * be destroyed. */
 COLL_API coll_result_t coll_comm_grow(coll_comm_t comm, int nnew, const coll_unique_id_t* id, coll_comm_t* newcomm);

@@ -254,9 +254,10 @@ TEST(Grow, MembersThatDisagreeAllFailAtOnceAndSayWhy) {
 }
 
 // A member dies as rank 0's id goes out: the members after it in the
-// broadcast fail there, the others as they join; all come to the growth's
-// agreement, so that every member fails at once, not at the timeout, and
-// the three shrink into a working communicator.
+// broadcast fail there, and the growth's agreement that every member has
+// the id fails it on the others at once, rather than leave them waiting
+// for those to join until the timeout; the three then shrink into a
+// working communicator.
 TEST(Grow, AMemberThatDiesInTheBroadcastFailsItAtOnceOnEveryMember) {
   RankOptions options = kOptions;
   options.killed_rank = 2;
