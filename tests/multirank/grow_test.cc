@@ -93,6 +93,18 @@ void spare_joins(int size) {
   coll_comm_destroy(grown);
 }
 
+// A growth by one that a member's death fails: at once (the dead member is
+// found at the first look, or fails the agreement on the id), not at the
+// 5 s timeout. `id`: rank 0's, or null.
+void expect_growth_fails_at_once(coll_comm_t comm, int rank, const coll_unique_id_t* id) {
+  const auto start = Clock::now();
+  coll_comm_t grown = nullptr;
+  const coll_result_t r = coll_comm_grow(comm, 1, id, &grown);
+  std::printf("rank %d: grow returned %d after %.0f ms: %s\n", rank, r, ms_since(start), last_error(comm).c_str());
+  EXPECT_NE(r, COLL_SUCCESS);
+  EXPECT_LT(ms_since(start), 2500) << "rank " << rank << ": the growth failed at the timeout, not at once";
+}
+
 // A member's part: `members` ranks grow by one; both communicators work.
 void member_grows(int rank, int members, const coll_unique_id_t& id) {
   coll_comm_t comm = init_or_die(rank, members, id);
@@ -270,13 +282,7 @@ TEST(Grow, AMemberThatDiesInTheBroadcastFailsItAtOnceOnEveryMember) {
         if (rank == 2) test_hooks::grow_broadcasting = [] { raise(SIGKILL); };
         coll_unique_id_t gid{};
         if (rank == 0) ASSERT_EQ(coll_get_unique_id(&gid), COLL_SUCCESS);
-        const auto start = Clock::now();
-        coll_comm_t grown = nullptr;
-        const coll_result_t r = coll_comm_grow(comm, 1, rank == 0 ? &gid : nullptr, &grown);
-        std::printf("rank %d: grow returned %d after %.0f ms: %s\n", rank, r, ms_since(start),
-                    last_error(comm).c_str());
-        EXPECT_NE(r, COLL_SUCCESS);
-        EXPECT_LT(ms_since(start), 2500) << "rank " << rank << ": the growth failed at the timeout, not at once";
+        expect_growth_fails_at_once(comm, rank, rank == 0 ? &gid : nullptr);
         coll_comm_t survivors = nullptr;
         ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
         expect_works(survivors, 3, rank < 2 ? rank : rank - 1);
@@ -310,14 +316,8 @@ TEST(Grow, ASpareOfAFailedGrowthWaitsForTheNext) {
         coll_comm_t comm = init_or_die(rank, 3, id);
         ASSERT_NE(comm, nullptr);
         if (rank == 2) test_hooks::grow_joining = [] { raise(SIGKILL); };
+        expect_growth_fails_at_once(comm, rank, nullptr);  // rank 2's standby refuses at the first look
         coll_comm_t grown = nullptr;
-        const auto start = Clock::now();
-        const coll_result_t r = coll_comm_grow(comm, 1, nullptr, &grown);
-        std::printf("rank %d: the first growth: %d after %.0f ms: %s\n", rank, r, ms_since(start),
-                    last_error(comm).c_str());
-        EXPECT_NE(r, COLL_SUCCESS);
-        // Rank 2's standby refuses at the first look: not the 5 s timeout.
-        EXPECT_LT(ms_since(start), 2500) << "rank " << rank << ": the growth failed at the timeout, not at once";
         coll_comm_t survivors = nullptr;
         ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
         ASSERT_EQ(coll_comm_grow(survivors, 1, nullptr, &grown), COLL_SUCCESS) << last_error(survivors);
