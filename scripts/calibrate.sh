@@ -14,8 +14,9 @@
 # Sizes S of 64 KiB to 64 MiB, ring algorithms:
 #   shm   2-rank allgather and allreduce and RANKS-rank allgather, given to
 #         collsim --fit: the parameters with which the simulator reproduces
-#         them best (alpha, beta, the cache's bytes and beta, the node's
-#         memory, gamma; docs/SIMULATION.md, "Calibration")
+#         them best (alpha, beta, two caches' bytes and beta, the node's
+#         memory, gamma; docs/SIMULATION.md, "Calibration"), with the
+#         ranks on this machine's cores (shm.cores, from nproc)
 #   tcp   2-rank allgather from 1 MiB, t = alpha + (S/2) beta by least
 #         squares on the relative error (alpha at least shm's); gamma from
 #         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma; with -e
@@ -98,8 +99,13 @@ echo "calibrate: shm: 2-rank allgather and allreduce, $ranks-rank allgather" >&2
   measure shm 2 allreduce | sed 's/^/allreduce ring 2 /'
   measure shm "$ranks" allgather | sed "s/^/allgather ring $ranks /"
 } > "$out.runs"
-"$build/tools/collsim" --cluster examples/clusters/cpu_node.json --fit "$out.runs" >> "$tmp/out"
-echo "shm.chunk_bytes = 131072" >> "$tmp/out"
+# The ranks share this machine's cores (8 ranks on 2 take turns): given, not fitted.
+echo "shm.cores = $(nproc)" > "$tmp/cores"
+"$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning "$tmp/cores" --fit "$out.runs" >> "$tmp/out"
+{
+  cat "$tmp/cores"
+  echo "shm.chunk_bytes = 131072"
+} >> "$tmp/out"
 # tcp: between two ranks (over loopback, or between emulated nodes).
 transport=tcp
 [ -n "$emulated" ] && transport=tcp-emulated

@@ -10,8 +10,11 @@ namespace coll::algo {
 LinkModel LinkModel::at_size(double bytes, int per_node) const {
   if (cache_bytes <= 0 || cache_beta_ns_per_byte <= 0 || beta_ns_per_byte <= 0) return *this;
   const double held = bytes * std::max(per_node, 1);
-  const double in_cache = held <= cache_bytes ? 1 : cache_bytes / held;
-  const double beta = beta_ns_per_byte - (beta_ns_per_byte - cache_beta_ns_per_byte) * in_cache;
+  const auto share = [held](double cache) { return held <= cache ? 1 : cache / held; };
+  const double in_cache = share(cache_bytes);
+  const double in_cache2 = cache2_beta_ns_per_byte > 0 ? std::max(in_cache, share(cache2_bytes)) : in_cache;
+  const double beta = cache_beta_ns_per_byte * in_cache + cache2_beta_ns_per_byte * (in_cache2 - in_cache) +
+                      beta_ns_per_byte * (1 - in_cache2);
   LinkModel m = *this;
   m.node_beta_ns_per_byte *= beta / beta_ns_per_byte;
   m.beta_ns_per_byte = beta;
@@ -50,19 +53,22 @@ void CostModel::apply(const std::string& text, const std::string& origin, const 
     auto it = links.find(cls);
     if (it == links.end() && std::find(absent.begin(), absent.end(), cls) != absent.end()) continue;
     LinkModel* link = it == links.end() ? nullptr : &it->second;
-    double* field = link == nullptr                     ? nullptr
-                    : param == "alpha_us"               ? &link->alpha_us
-                    : param == "beta_ns_per_byte"       ? &link->beta_ns_per_byte
-                    : param == "node_beta_ns_per_byte"  ? &link->node_beta_ns_per_byte
-                    : param == "cache_bytes"            ? &link->cache_bytes
-                    : param == "cache_beta_ns_per_byte" ? &link->cache_beta_ns_per_byte
-                    : param == "gamma_ns_per_byte"      ? &link->gamma_ns_per_byte
-                    : param == "chunk_bytes"            ? &link->chunk_bytes
-                                                        : nullptr;
+    double* field = link == nullptr                      ? nullptr
+                    : param == "alpha_us"                ? &link->alpha_us
+                    : param == "beta_ns_per_byte"        ? &link->beta_ns_per_byte
+                    : param == "node_beta_ns_per_byte"   ? &link->node_beta_ns_per_byte
+                    : param == "cache_bytes"             ? &link->cache_bytes
+                    : param == "cache_beta_ns_per_byte"  ? &link->cache_beta_ns_per_byte
+                    : param == "cache2_bytes"            ? &link->cache2_bytes
+                    : param == "cache2_beta_ns_per_byte" ? &link->cache2_beta_ns_per_byte
+                    : param == "cores"                   ? &link->cores
+                    : param == "gamma_ns_per_byte"       ? &link->gamma_ns_per_byte
+                    : param == "chunk_bytes"             ? &link->chunk_bytes
+                                                         : nullptr;
     if (field == nullptr)
       fail(Code::kInvalidArgument, origin, ":", number, ": unknown parameter '", key, "' (classes ", class_names(),
            "; parameters alpha_us, beta_ns_per_byte, node_beta_ns_per_byte, cache_bytes, cache_beta_ns_per_byte, ",
-           "gamma_ns_per_byte, chunk_bytes)");
+           "cache2_bytes, cache2_beta_ns_per_byte, cores, gamma_ns_per_byte, chunk_bytes)");
     if (value < 0) fail(Code::kInvalidArgument, origin, ":", number, ": '", key, "' must not be negative");
     if (field == &link->chunk_bytes && (value < 64 || value > double(1 << 30)))
       fail(Code::kInvalidArgument, origin, ":", number, ": '", key, "' must be between 64 and 1G");

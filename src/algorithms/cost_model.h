@@ -31,11 +31,19 @@ struct LinkModel {
   // of them within it moves at cache_beta instead of beta.
   double cache_bytes = 0;
   double cache_beta_ns_per_byte = 0;
+  // A second, larger cache (the last level, shared by the node's cores):
+  // what it holds beyond the first moves at cache2_beta; only with the first.
+  double cache2_bytes = 0;
+  double cache2_beta_ns_per_byte = 0;
+  // The cores a node's CPU ranks run on: more ranks than cores take turns,
+  // each core copying for all of its ranks; 0: a core each. Only the
+  // simulator reads it.
+  double cores = 0;
 
   // The parameters for a collective of `bytes` on each of `per_node` ranks
   // of a node: min(1, cache_bytes / (per_node bytes)) of each vector moves at
-  // cache_beta, the rest at beta (node_beta scaled alike). Itself where no
-  // cache is given.
+  // cache_beta, what the second cache holds beyond that at cache2_beta, the
+  // rest at beta (node_beta scaled alike). Itself where no cache is given.
   LinkModel at_size(double bytes, int per_node) const;
 };
 

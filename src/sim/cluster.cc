@@ -113,6 +113,7 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     c.gpu_link_bytes_per_s = in.number(node, "gpu_link_gbps", "node", 1e-9) * kGbit;
   }
   c.memory_bytes_per_s = in.number_or(node, "memory_gbps", "node", 0, 0) * kGbit;
+  if (node.contains("cores")) c.cores = in.integer(node, "cores", "node", 1);
   if (j.contains("classes")) {
     const Json& classes = j["classes"];
     if (!classes.is_object())
@@ -216,7 +217,10 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
       nic_up.push_back(f.add_link(name + ".up", c.nic_bytes_per_s, hop_latency, 1, nic + ".up"));
       nic_down.push_back(f.add_link(name + ".down", c.nic_bytes_per_s, hop_latency, 1, nic + ".down"));
     }
+  if (c.cores > 0 && c.memory_bytes_per_s <= 0)
+    fail(Code::kInvalidArgument, origin, ": node.cores is for nodes of CPU ranks (node.memory_gbps)");
   std::vector<int> memory(static_cast<size_t>(c.nodes), -1);
+  std::vector<int> core_link;  // a node's, by core, while its ranks are placed
   for (int r = 0; r < nranks; ++r) {
     const int n = r / c.gpus_per_node, g = r % c.gpus_per_node;
     const int nic = nic_of_gpu.empty() ? g * nics / c.gpus_per_node : nic_of_gpu[static_cast<size_t>(g)];
@@ -225,7 +229,15 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     place.node = n;
     const std::string gpu = "gpu" + std::to_string(g);
     const std::string name = "node" + std::to_string(n) + "." + gpu;
-    if (c.memory_bytes_per_s > 0) {
+    if (c.memory_bytes_per_s > 0 && c.cores > 0) {
+      // Ranks that outnumber the cores share them: a core copies for each of its ranks.
+      if (g == 0) core_link.assign(static_cast<size_t>(c.cores), -1);
+      int& core = core_link[static_cast<size_t>(g % c.cores)];
+      const std::string id = "core" + std::to_string(g % c.cores);
+      if (core < 0)
+        core = f.add_link("node" + std::to_string(n) + "." + id, c.gpu_link_bytes_per_s, gpu_latency, 0, id);
+      place.gpu_up = place.gpu_down = core;
+    } else if (c.memory_bytes_per_s > 0) {
       // A CPU rank's core copies its messages in and out and does its local work: one link for all.
       place.gpu_up = place.gpu_down = f.add_link(name + ".core", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".core");
     } else {

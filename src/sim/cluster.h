@@ -25,8 +25,13 @@ struct Cluster {
   double memory_bytes_per_s = 0;
   // CPU ranks whose vectors the node's cache holds move them faster: up to
   // cache_bytes of all its ranks' vectors at cache_bytes_per_s (the node's
-  // memory faster alike); 0: no cache.
+  // memory faster alike); 0: no cache. A second, larger cache holds up to
+  // cache2_bytes at cache2_bytes_per_s (algo::LinkModel::at_size).
   double cache_bytes = 0, cache_bytes_per_s = 0;
+  double cache2_bytes = 0, cache2_bytes_per_s = 0;
+  // The cores of a node of CPU ranks: rank i of a node runs on core
+  // i % cores, whose one link carries what all its ranks copy; 0: a core each.
+  int cores = 0;
   // The link classes a tuning file names (coll's transports: "shm", "tcp"):
   // inside a node and between nodes.
   std::string node_class = "gpu", network_class = "net";

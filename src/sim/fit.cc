@@ -17,7 +17,7 @@ namespace {
 
 // The fitted parameters, as logarithms so that each stays positive and a
 // step means the same ratio at any scale.
-constexpr int kParams = 6;
+constexpr int kParams = 8;
 using Point = std::array<double, kParams>;
 
 algo::LinkModel model_of(const Point& x) {
@@ -28,6 +28,8 @@ algo::LinkModel model_of(const Point& x) {
   m.cache_beta_ns_per_byte = std::exp(x[3]);
   m.node_beta_ns_per_byte = std::exp(x[4]);
   m.gamma_ns_per_byte = std::exp(x[5]);
+  m.cache2_bytes = std::exp(x[6]);
+  m.cache2_beta_ns_per_byte = std::exp(x[7]);
   return m;
 }
 
@@ -122,6 +124,8 @@ void set_node_class(Cluster& c, const algo::LinkModel& m) {
   c.costs.gamma_s_per_byte = m.gamma_ns_per_byte * 1e-9;
   c.cache_bytes = m.cache_bytes;
   c.cache_bytes_per_s = m.cache_beta_ns_per_byte > 0 ? 1e9 / m.cache_beta_ns_per_byte : 0;
+  c.cache2_bytes = m.cache2_bytes;
+  c.cache2_bytes_per_s = m.cache2_beta_ns_per_byte > 0 ? 1e9 / m.cache2_beta_ns_per_byte : 0;
   set_node_rates(c, 1e9 / m.beta_ns_per_byte, m.node_beta_ns_per_byte > 0 ? 1e9 / m.node_beta_ns_per_byte : 0);
   // Alpha is all of a message's latency, as under a tuning file.
   for (int r = 0; r < c.fabric.nranks(); ++r)
@@ -166,7 +170,8 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
     return sum;
   };
   FitResult out;
-  Point x{std::log(2.0), std::log(beta0), std::log(1 << 20), std::log(beta0 / 3), std::log(beta0 / 2), std::log(0.01)};
+  Point x{std::log(2.0),       std::log(beta0), std::log(1 << 20),          std::log(beta0 / 3),
+          std::log(beta0 / 2), std::log(0.01),  std::log(double(64 << 20)), std::log(beta0 / 1.5)};
   // Twice: a restart from the first minimum gets out of a collapsed simplex.
   x = minimise(error, x, 0.7, 400, out.evaluations);
   x = minimise(error, x, 0.3, out.evaluations + 400, out.evaluations);
@@ -183,6 +188,8 @@ std::string tuning_lines(const std::string& c, const algo::LinkModel& m) {
       << c << ".beta_ns_per_byte = " << m.beta_ns_per_byte << "\n"
       << c << ".cache_bytes = " << std::llround(m.cache_bytes) << "\n"
       << c << ".cache_beta_ns_per_byte = " << m.cache_beta_ns_per_byte << "\n"
+      << c << ".cache2_bytes = " << std::llround(m.cache2_bytes) << "\n"
+      << c << ".cache2_beta_ns_per_byte = " << m.cache2_beta_ns_per_byte << "\n"
       << c << ".node_beta_ns_per_byte = " << m.node_beta_ns_per_byte << "\n"
       << c << ".gamma_ns_per_byte = " << m.gamma_ns_per_byte << "\n";
   return out.str();

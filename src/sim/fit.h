@@ -1,5 +1,5 @@
 // Calibration by simulation: the node class's link parameters (alpha, beta,
-// the cache's size and beta, the node's memory, gamma) that make the
+// two caches' sizes and betas, the node's memory, gamma) that make the
 // simulator reproduce measured runs, found by minimising the squared log
 // error of its predictions (Nelder-Mead). The runs are simulated as the
 // tool would simulate them, so the parameters mean what the model means

@@ -4,6 +4,7 @@
 #include "base/error.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace coll::sim {
 
@@ -16,6 +17,9 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   in.gamma_ns_per_byte = c.costs.gamma_s_per_byte * 1e9;
   in.cache_bytes = c.cache_bytes;
   in.cache_beta_ns_per_byte = c.cache_bytes_per_s > 0 ? 1e9 / c.cache_bytes_per_s : 0;
+  in.cache2_bytes = c.cache2_bytes;
+  in.cache2_beta_ns_per_byte = c.cache2_bytes_per_s > 0 ? 1e9 / c.cache2_bytes_per_s : 0;
+  in.cores = c.cores;
   in.chunk_bytes = static_cast<double>(c.chunk_bytes);
   algo::LinkModel& net = m.links[c.network_class];
   net = in;
@@ -31,6 +35,15 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   if (tin.node_beta_ns_per_byte > 0 && c.memory_bytes_per_s <= 0)
     fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class,
          ".node_beta_ns_per_byte is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
+  if (tin.cores != in0.cores) {
+    if (tin.cores < 1 || tin.cores != std::floor(tin.cores) || tin.cores > (1 << 30))
+      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".cores is ", tin.cores,
+           "; a whole number of at least 1 is expected");
+    if (c.memory_bytes_per_s <= 0)
+      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class,
+           ".cores is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
+    c.cores = static_cast<int>(tin.cores);
+  }
   if (tin.alpha_us != in0.alpha_us) {
     c.costs.alpha_s = tin.alpha_us * 1e-6;
     gpu_latency = 0;
@@ -48,6 +61,8 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   c.costs.gamma_s_per_byte = tin.gamma_ns_per_byte * 1e-9;
   c.cache_bytes = tin.cache_bytes;
   c.cache_bytes_per_s = tin.cache_beta_ns_per_byte > 0 ? 1e9 / tin.cache_beta_ns_per_byte : 0;
+  c.cache2_bytes = tin.cache2_bytes;
+  c.cache2_bytes_per_s = tin.cache2_beta_ns_per_byte > 0 ? 1e9 / tin.cache2_beta_ns_per_byte : 0;
   c.chunk_bytes = static_cast<size_t>((one_node ? tin : tnet).chunk_bytes);
 }
 
@@ -56,6 +71,8 @@ Cluster at_size(const Cluster& c, double bytes) {
   m.beta_ns_per_byte = 1e9 / c.gpu_link_bytes_per_s;
   m.cache_bytes = c.cache_bytes;
   m.cache_beta_ns_per_byte = 1e9 / c.cache_bytes_per_s;
+  m.cache2_bytes = c.cache2_bytes;
+  m.cache2_beta_ns_per_byte = c.cache2_bytes_per_s > 0 ? 1e9 / c.cache2_bytes_per_s : 0;
   const int per_node = std::min(c.gpus_per_node, c.fabric.nranks());
   const double faster = m.beta_ns_per_byte / m.at_size(bytes, per_node).beta_ns_per_byte;
   Cluster out = c;

@@ -36,6 +36,16 @@ algo::Schedule one_step(algo::OpKind kind, int peer, size_t bytes) {
   return s;
 }
 
+// 1 MiB from each `from` to its `to`, on 4 ranks.
+std::vector<algo::Schedule> pairs(const std::vector<std::pair<int, int>>& messages) {
+  std::vector<algo::Schedule> s(4);
+  for (auto [from, to] : messages) {
+    s[static_cast<size_t>(from)].steps.push_back(one_step(algo::OpKind::kSend, to, 1 << 20).steps[0]);
+    s[static_cast<size_t>(to)].steps.push_back(one_step(algo::OpKind::kRecv, from, 1 << 20).steps[0]);
+  }
+  return s;
+}
+
 TEST(Memory, ACpuRanksCoreAndItsNodesMemoryAreShared) {
   const Cluster c = parse_cluster(cpu_node(), "t");
   const std::vector<int> route = c.fabric.route(0, 1);
@@ -43,14 +53,6 @@ TEST(Memory, ACpuRanksCoreAndItsNodesMemoryAreShared) {
   EXPECT_EQ(c.fabric.link(route[0]).name, "node0.gpu0.core");
   EXPECT_EQ(c.fabric.link(route[1]).name, "node0.memory");
   EXPECT_EQ(c.fabric.route(1, 0)[2], route[0]);  // one core copies both ways
-  const auto pairs = [](std::vector<std::pair<int, int>> messages) {
-    std::vector<algo::Schedule> s(4);
-    for (auto [from, to] : messages) {
-      s[static_cast<size_t>(from)].steps.push_back(one_step(algo::OpKind::kSend, to, 1 << 20).steps[0]);
-      s[static_cast<size_t>(to)].steps.push_back(one_step(algo::OpKind::kRecv, from, 1 << 20).steps[0]);
-    }
-    return s;
-  };
   // Alone, a message goes at its ranks' 8 GB/s: the memory's 12 do not bind.
   EXPECT_NEAR(simulate(pairs({{0, 1}}), c.fabric, c.costs).seconds, (1 << 20) / 8e9, 1e-12);
   // Two pairs apart: 12 GB/s of memory between them, 6 each.
@@ -71,6 +73,34 @@ TEST(Memory, ACpuRanksCoreAndItsNodesMemoryAreShared) {
   const Cluster g = parse_cluster(gpus, "t");
   EXPECT_EQ(g.fabric.route(0, 1).size(), 2u);
   EXPECT_TRUE(g.fabric.local_route(0).empty());
+}
+
+TEST(Memory, RanksThatOutnumberTheCoresTakeTurnsOnThem) {
+  std::string two_cores = cpu_node();
+  two_cores.replace(two_cores.find(R"("memory_gbps")"), 13, R"("cores": 2, "memory_gbps")");
+  const Cluster c = parse_cluster(two_cores, "t");
+  // Rank i on core i % 2: ranks 0 and 2 share one.
+  EXPECT_EQ(c.fabric.link(c.fabric.route(0, 1)[0]).name, "node0.core0");
+  EXPECT_EQ(c.fabric.link(c.fabric.route(0, 1)[2]).name, "node0.core1");
+  EXPECT_EQ(c.fabric.route(0, 2)[2], c.fabric.route(0, 2)[0]);
+  // Between two ranks of one core, it copies the message out and in: 4 of its 8 GB/s.
+  EXPECT_NEAR(simulate(pairs({{0, 2}}), c.fabric, c.costs).seconds, (1 << 20) / 4e9, 1e-12);
+  // Two pairs: each core copies two messages, 4 GB/s each, below the memory's 6 each.
+  const Result both = simulate(pairs({{0, 1}, {2, 3}}), c.fabric, c.costs);
+  EXPECT_NEAR(both.seconds, (1 << 20) / 4e9, 1e-12);
+  EXPECT_EQ(c.fabric.link(both.bottleneck).name.substr(0, 10), "node0.core");
+  // A core each (no cores given), the memory binds: 6 GB/s.
+  EXPECT_NEAR(simulate(pairs({{0, 1}, {2, 3}}), parse_cluster(cpu_node(), "t").fabric, c.costs).seconds,
+              (1 << 20) / 6e9, 1e-12);
+  // A tuning file gives the same; a count that is no whole number, or GPUs, are refused.
+  const Tuning t{"shm.cores = 2\n", "t"};
+  EXPECT_EQ(parse_cluster(cpu_node(), "t", 0, &t).fabric.route(0, 2)[0], c.fabric.route(0, 2)[0]);
+  const Tuning half{"shm.cores = 1.5\n", "half"};
+  EXPECT_THROW(parse_cluster(cpu_node(), "t", 0, &half), Error);
+  std::string gpus = two_cores;
+  gpus.replace(gpus.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
+  EXPECT_THROW(parse_cluster(gpus, "t"), Error);
+  EXPECT_THROW(parse_cluster(cpu_node(), "t", 0, &half), Error);
 }
 
 TEST(Memory, TheSymmetricRunPoolsTheMemoryOfEveryNode) {
@@ -106,6 +136,30 @@ TEST(Tuning, TheCacheSpeedsTheShareOfTheVectorsItHolds) {
   const Cluster sized = at_size(c, 8 << 20);
   EXPECT_NEAR(sized.gpu_link_bytes_per_s, 1e9 / (0.2 - 0.15 / 4), 1e-3);
   EXPECT_NEAR(sized.fabric.link(sized.fabric.place(1).gpu_up).bytes_per_s, 1e9 / (0.2 - 0.15 / 4), 1e-3);
+}
+
+TEST(Tuning, ASecondCacheSpeedsWhatItHoldsBeyondTheFirst) {
+  algo::LinkModel m;
+  m.beta_ns_per_byte = 0.3;
+  m.cache_bytes = 4 << 20;
+  m.cache_beta_ns_per_byte = 0.05;
+  m.cache2_bytes = 32 << 20;
+  m.cache2_beta_ns_per_byte = 0.1;
+  EXPECT_DOUBLE_EQ(m.at_size(2 << 20, 2).beta_ns_per_byte, 0.05);  // 4 MiB on the node: all in the first
+  EXPECT_DOUBLE_EQ(m.at_size(8 << 20, 2).beta_ns_per_byte, 0.05 / 4 + 0.1 * 3 / 4);  // 16 MiB: a quarter, the rest
+  EXPECT_DOUBLE_EQ(m.at_size(32 << 20, 2).beta_ns_per_byte, 0.05 / 16 + 0.1 * 7 / 16 + 0.3 / 2);  // 64 MiB
+  m.cache2_beta_ns_per_byte = 0;  // no rate: no second cache
+  EXPECT_DOUBLE_EQ(m.at_size(8 << 20, 2).beta_ns_per_byte, 0.3 - 0.25 / 4);
+  m.cache2_beta_ns_per_byte = 0.1;
+  m.cache2_bytes = 1 << 20;  // smaller than the first: nothing beyond it
+  EXPECT_DOUBLE_EQ(m.at_size(8 << 20, 2).beta_ns_per_byte, 0.3 - 0.25 / 4);
+  // A tuning file gives both to the simulator's cluster.
+  const Tuning t{
+      "shm.beta_ns_per_byte = 0.3\nshm.cache_bytes = 4194304\nshm.cache_beta_ns_per_byte = 0.05\n"
+      "shm.cache2_bytes = 33554432\nshm.cache2_beta_ns_per_byte = 0.1\n",
+      "t"};
+  const Cluster sized = at_size(parse_cluster(cpu_node(), "t", 2, &t), 8 << 20);
+  EXPECT_NEAR(sized.gpu_link_bytes_per_s, 1e9 / (0.05 / 4 + 0.1 * 3 / 4), 1e-3);
 }
 
 TEST(Tuning, ItsClassesSetTheClustersLinks) {
@@ -201,6 +255,8 @@ TEST(Fit, FindsTheParametersThatMadeTheRuns) {
   truth.beta_ns_per_byte = 0.2;
   truth.cache_bytes = 1 << 20;
   truth.cache_beta_ns_per_byte = 0.08;
+  truth.cache2_bytes = 8 << 20;  // beyond it, from 2 ranks of 4 MiB, beta
+  truth.cache2_beta_ns_per_byte = 0.12;
   // A ring's core carries 2 flows, the memory n: it binds from 5 ranks (n 0.09 > 2 0.2), as at 8.
   truth.node_beta_ns_per_byte = 0.09;
   truth.gamma_ns_per_byte = 0.05;
@@ -219,12 +275,14 @@ TEST(Fit, FindsTheParametersThatMadeTheRuns) {
   EXPECT_LT(fit.rms_log_error, 0.01);
   EXPECT_NEAR(fit.link.beta_ns_per_byte, truth.beta_ns_per_byte, 0.02);
   EXPECT_NEAR(fit.link.node_beta_ns_per_byte, truth.node_beta_ns_per_byte, 0.009);
+  EXPECT_NEAR(fit.link.cache2_beta_ns_per_byte, truth.cache2_beta_ns_per_byte, 0.012);
   ASSERT_EQ(fit.predicted_s.size(), runs.size());
   // Its lines are a tuning file that gives the cluster those parameters again.
   const Tuning t{tuning_lines("shm", fit.link), "fitted"};
   const Cluster back = parse_cluster(cpu_node(), "t", 2, &t);
   EXPECT_NEAR(back.gpu_link_bytes_per_s, 1e9 / fit.link.beta_ns_per_byte, 1e9 / fit.link.beta_ns_per_byte * 1e-5);
   EXPECT_NEAR(back.cache_bytes, fit.link.cache_bytes, 1);
+  EXPECT_NEAR(back.cache2_bytes, fit.link.cache2_bytes, 1);
 }
 
 TEST(Fit, BadRunsAreRefusedNamingTheLine) {
