@@ -16,7 +16,7 @@
 #         collsim --fit: the parameters with which the simulator reproduces
 #         them best (alpha, beta, two caches' bytes and beta, the node's
 #         memory, gamma; docs/SIMULATION.md, "Calibration"), with the
-#         ranks on this machine's cores (shm.cores, from nproc)
+#         ranks on this machine's cores (shm.cores, the cores online)
 #   tcp   2-rank allgather from 1 MiB, t = alpha + (S/2) beta by least
 #         squares on the relative error (alpha at least shm's); gamma from
 #         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma; with -e
@@ -100,7 +100,7 @@ echo "calibrate: shm: 2-rank allgather and allreduce, $ranks-rank allgather" >&2
   measure shm "$ranks" allgather | sed "s/^/allgather ring $ranks /"
 } > "$out.runs"
 # The ranks share this machine's cores (8 ranks on 2 take turns): given, not fitted.
-echo "shm.cores = $(nproc)" > "$tmp/cores"
+echo "shm.cores = $(getconf _NPROCESSORS_ONLN)" > "$tmp/cores"  # as the shm transport counts them
 "$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning "$tmp/cores" --fit "$out.runs" >> "$tmp/out"
 {
   cat "$tmp/cores"

@@ -229,7 +229,7 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
     place.node = n;
     const std::string gpu = "gpu" + std::to_string(g);
     const std::string name = "node" + std::to_string(n) + "." + gpu;
-    if (c.memory_bytes_per_s > 0 && c.cores > 0) {
+    if (c.memory_bytes_per_s > 0 && c.cores > 0 && c.cores < c.gpus_per_node) {
       // Ranks that outnumber the cores share them: a core copies for each of its ranks.
       if (g == 0) core_link.assign(static_cast<size_t>(c.cores), -1);
       int& core = core_link[static_cast<size_t>(g % c.cores)];
@@ -238,7 +238,8 @@ Cluster parse_cluster(const std::string& text, const std::string& origin, int ra
         core = f.add_link("node" + std::to_string(n) + "." + id, c.gpu_link_bytes_per_s, gpu_latency, 0, id);
       place.gpu_up = place.gpu_down = core;
     } else if (c.memory_bytes_per_s > 0) {
-      // A CPU rank's core copies its messages in and out and does its local work: one link for all.
+      // A CPU rank's core (one each: no cores given, or as many as ranks) copies its messages
+      // in and out and does its local work: one link for all.
       place.gpu_up = place.gpu_down = f.add_link(name + ".core", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".core");
     } else {
       place.gpu_up = f.add_link(name + ".up", c.gpu_link_bytes_per_s, gpu_latency, 0, gpu + ".up");

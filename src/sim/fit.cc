@@ -28,7 +28,7 @@ algo::LinkModel model_of(const Point& x) {
   m.cache_beta_ns_per_byte = std::exp(x[3]);
   m.node_beta_ns_per_byte = std::exp(x[4]);
   m.gamma_ns_per_byte = std::exp(x[5]);
-  m.cache2_bytes = std::exp(x[6]);
+  m.cache2_bytes = m.cache_bytes * (1 + std::exp(x[6]));  // beyond the first, always
   m.cache2_beta_ns_per_byte = std::exp(x[7]);
   return m;
 }
@@ -170,11 +170,13 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
     return sum;
   };
   FitResult out;
-  Point x{std::log(2.0),       std::log(beta0), std::log(1 << 20),          std::log(beta0 / 3),
-          std::log(beta0 / 2), std::log(0.01),  std::log(double(64 << 20)), std::log(beta0 / 1.5)};
+  // A second cache 64 times the first.
+  Point x{std::log(2.0),       std::log(beta0), std::log(1 << 20), std::log(beta0 / 3),
+          std::log(beta0 / 2), std::log(0.01),  std::log(63.0),    std::log(beta0 / 1.5)};
   // Twice: a restart from the first minimum gets out of a collapsed simplex.
-  x = minimise(error, x, 0.7, 400, out.evaluations);
-  x = minimise(error, x, 0.3, out.evaluations + 400, out.evaluations);
+  constexpr int kBudget = 70 * kParams;
+  x = minimise(error, x, 0.7, kBudget, out.evaluations);
+  x = minimise(error, x, 0.3, out.evaluations + kBudget, out.evaluations);
   out.link = model_of(x);
   out.predicted_s = predict_all(out.link);
   out.rms_log_error = std::sqrt(error(x) / static_cast<double>(runs.size()));

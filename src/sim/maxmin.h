@@ -16,8 +16,9 @@ struct Hop {
   double weight = 1;
 };
 
-// rates[f] for flows that cross the links in paths[f] (each link at most
-// once per path), with capacity[l] per link. A flow with an empty path
+// rates[f] for flows that cross the links in paths[f], with capacity[l]
+// per link; a link twice in a path counts twice (two ranks of one core: it
+// copies the message out and in). A flow with an empty path
 // gets `unbounded`. Keeps its scratch space between calls: a simulation
 // solves once per flow that starts or ends.
 class MaxMin {

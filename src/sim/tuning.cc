@@ -32,16 +32,23 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   if (tin.beta_ns_per_byte <= 0 || tnet.beta_ns_per_byte <= 0)
     fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".beta_ns_per_byte and ", c.network_class,
          ".beta_ns_per_byte must be above 0 for a simulation");
-  if (tin.node_beta_ns_per_byte > 0 && c.memory_bytes_per_s <= 0)
-    fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class,
-         ".node_beta_ns_per_byte is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
+  for (const auto& [name, set] : {std::pair{"node_beta_ns_per_byte", tin.node_beta_ns_per_byte > 0},
+                                  std::pair{"cache_bytes", tin.cache_bytes > 0 || tin.cache2_bytes > 0},
+                                  std::pair{"cores", tin.cores != in0.cores}})
+    if (set && c.memory_bytes_per_s <= 0)
+      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name,
+           " is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
+  if (tnet.cores != net0.cores)
+    fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".cores: the cores are the node class's (",
+         c.node_class, ".cores)");
+  if (tin.cache2_beta_ns_per_byte > 0 &&
+      (tin.cache_bytes <= 0 || tin.cache_beta_ns_per_byte <= 0 || tin.cache2_bytes <= tin.cache_bytes))
+    fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".cache2_bytes (", tin.cache2_bytes,
+         ") is a second cache: it needs the first (cache_bytes, cache_beta_ns_per_byte) and must be larger");
   if (tin.cores != in0.cores) {
     if (tin.cores < 1 || tin.cores != std::floor(tin.cores) || tin.cores > (1 << 30))
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".cores is ", tin.cores,
            "; a whole number of at least 1 is expected");
-    if (c.memory_bytes_per_s <= 0)
-      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class,
-           ".cores is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
     c.cores = static_cast<int>(tin.cores);
   }
   if (tin.alpha_us != in0.alpha_us) {

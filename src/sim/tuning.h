@@ -26,8 +26,9 @@ struct Tuning {
 // too). Gamma is the node class's: the simulator has one. The pipelining
 // chunk is the class's that prices the run, as in coll: the network's when
 // the ranks span nodes. gpu_latency and hop_latency come in as the cluster
-// file's and go out as the tuning makes them. kInvalidArgument for a bad
-// line or a value that cannot be.
+// file's and go out as the tuning makes them. The node class's cores,
+// caches and node_beta are for nodes of CPU ranks (node.memory_gbps).
+// kInvalidArgument for a bad line or a value that cannot be.
 void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double& hop_latency, bool one_node);
 
 // Every rank's link (each way) and each node's memory at these rates;

@@ -92,15 +92,36 @@ TEST(Memory, RanksThatOutnumberTheCoresTakeTurnsOnThem) {
   // A core each (no cores given), the memory binds: 6 GB/s.
   EXPECT_NEAR(simulate(pairs({{0, 1}, {2, 3}}), parse_cluster(cpu_node(), "t").fabric, c.costs).seconds,
               (1 << 20) / 6e9, 1e-12);
-  // A tuning file gives the same; a count that is no whole number, or GPUs, are refused.
+  // As many cores as ranks, or more: a core each, as without.
+  std::string four_cores = two_cores;
+  four_cores.replace(four_cores.find(R"("cores": 2)"), 10, R"("cores": 9)");
+  EXPECT_EQ(parse_cluster(four_cores, "t").fabric.link(parse_cluster(four_cores, "t").fabric.route(0, 2)[2]).name,
+            "node0.gpu2.core");
+  // A tuning file gives the same.
   const Tuning t{"shm.cores = 2\n", "t"};
-  EXPECT_EQ(parse_cluster(cpu_node(), "t", 0, &t).fabric.route(0, 2)[0], c.fabric.route(0, 2)[0]);
-  const Tuning half{"shm.cores = 1.5\n", "half"};
-  EXPECT_THROW(parse_cluster(cpu_node(), "t", 0, &half), Error);
-  std::string gpus = two_cores;
+  const Cluster tuned = parse_cluster(cpu_node(), "t", 0, &t);
+  EXPECT_EQ(tuned.fabric.link(tuned.fabric.route(0, 2)[0]).name, "node0.core0");
+  EXPECT_EQ(tuned.fabric.route(0, 2)[2], tuned.fabric.route(0, 2)[0]);
+  // A count that is no whole number or negative, the network's class, or nodes of GPUs: refused.
+  const auto error_of = [](const std::string& cluster, const std::string& text) -> std::string {
+    try {
+      const Tuning bad{text, "bad"};
+      parse_cluster(cluster, "t", 0, &bad);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(error_of(cpu_node(), "shm.cores = 1.5\n").find("shm.cores is 1.5; a whole number"), std::string::npos);
+  EXPECT_EQ(error_of(cpu_node(), "shm.cores = 0\n"), "accepted");  // a core each, as the file has it
+  EXPECT_NE(error_of(cpu_node(), "shm.cores = -2\n").find("must not be negative"), std::string::npos);
+  EXPECT_NE(error_of(cpu_node(), "tcp.cores = 2\n").find("the cores are the node class's"), std::string::npos);
+  std::string gpus = cpu_node();
   gpus.replace(gpus.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
-  EXPECT_THROW(parse_cluster(gpus, "t"), Error);
-  EXPECT_THROW(parse_cluster(cpu_node(), "t", 0, &half), Error);
+  EXPECT_NE(error_of(gpus, "shm.cores = 2\n").find("shm.cores is for nodes of CPU ranks"), std::string::npos);
+  std::string gpus_with_cores = two_cores;
+  gpus_with_cores.replace(gpus_with_cores.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
+  EXPECT_THROW(parse_cluster(gpus_with_cores, "t"), Error);
 }
 
 TEST(Memory, TheSymmetricRunPoolsTheMemoryOfEveryNode) {
@@ -153,7 +174,14 @@ TEST(Tuning, ASecondCacheSpeedsWhatItHoldsBeyondTheFirst) {
   m.cache2_beta_ns_per_byte = 0.1;
   m.cache2_bytes = 1 << 20;  // smaller than the first: nothing beyond it
   EXPECT_DOUBLE_EQ(m.at_size(8 << 20, 2).beta_ns_per_byte, 0.3 - 0.25 / 4);
-  // A tuning file gives both to the simulator's cluster.
+  // A tuning file gives both to the simulator's cluster; a second cache without the first, or not
+  // larger, is refused.
+  for (const char* bad : {"shm.cache2_bytes = 33554432\nshm.cache2_beta_ns_per_byte = 0.1\n",
+                          "shm.cache_bytes = 4194304\nshm.cache_beta_ns_per_byte = 0.05\n"
+                          "shm.cache2_bytes = 4194304\nshm.cache2_beta_ns_per_byte = 0.1\n"}) {
+    const Tuning no_first{bad, "bad"};
+    EXPECT_THROW(parse_cluster(cpu_node(), "t", 2, &no_first), Error) << bad;
+  }
   const Tuning t{
       "shm.beta_ns_per_byte = 0.3\nshm.cache_bytes = 4194304\nshm.cache_beta_ns_per_byte = 0.05\n"
       "shm.cache2_bytes = 33554432\nshm.cache2_beta_ns_per_byte = 0.1\n",
