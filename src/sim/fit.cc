@@ -122,10 +122,7 @@ std::vector<Measured> parse_measured(const std::string& text, const std::string&
 void set_node_class(Cluster& c, const algo::LinkModel& m) {
   c.costs.alpha_s = m.alpha_us * 1e-6;
   c.costs.gamma_s_per_byte = m.gamma_ns_per_byte * 1e-9;
-  c.cache_bytes = m.cache_bytes;
-  c.cache_bytes_per_s = m.cache_beta_ns_per_byte > 0 ? 1e9 / m.cache_beta_ns_per_byte : 0;
-  c.cache2_bytes = m.cache2_bytes;
-  c.cache2_bytes_per_s = m.cache2_beta_ns_per_byte > 0 ? 1e9 / m.cache2_beta_ns_per_byte : 0;
+  set_caches(c, m);
   set_node_rates(c, 1e9 / m.beta_ns_per_byte, m.node_beta_ns_per_byte > 0 ? 1e9 / m.node_beta_ns_per_byte : 0);
   // Alpha is all of a message's latency, as under a tuning file.
   for (int r = 0; r < c.fabric.nranks(); ++r)

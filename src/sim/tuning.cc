@@ -7,18 +7,35 @@
 #include <cmath>
 
 namespace coll::sim {
+namespace {
+
+// Bytes per second to ns per byte and back; 0 (none) stays 0.
+double inverse_rate(double v) { return v > 0 ? 1e9 / v : 0; }
+
+}  // namespace
+
+void caches_to_model(const Cluster& c, algo::LinkModel& m) {
+  m.cache_bytes = c.cache_bytes;
+  m.cache_beta_ns_per_byte = inverse_rate(c.cache_bytes_per_s);
+  m.cache2_bytes = c.cache2_bytes;
+  m.cache2_beta_ns_per_byte = inverse_rate(c.cache2_bytes_per_s);
+}
+
+void set_caches(Cluster& c, const algo::LinkModel& m) {
+  c.cache_bytes = m.cache_bytes;
+  c.cache_bytes_per_s = inverse_rate(m.cache_beta_ns_per_byte);
+  c.cache2_bytes = m.cache2_bytes;
+  c.cache2_bytes_per_s = inverse_rate(m.cache2_beta_ns_per_byte);
+}
 
 void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double& hop_latency, bool one_node) {
   algo::CostModel m;
   algo::LinkModel& in = m.links[c.node_class];
   in.alpha_us = (c.costs.alpha_s + 2 * gpu_latency) * 1e6;
   in.beta_ns_per_byte = 1e9 / c.gpu_link_bytes_per_s;
-  in.node_beta_ns_per_byte = c.memory_bytes_per_s > 0 ? 1e9 / c.memory_bytes_per_s : 0;
+  in.node_beta_ns_per_byte = inverse_rate(c.memory_bytes_per_s);
   in.gamma_ns_per_byte = c.costs.gamma_s_per_byte * 1e9;
-  in.cache_bytes = c.cache_bytes;
-  in.cache_beta_ns_per_byte = c.cache_bytes_per_s > 0 ? 1e9 / c.cache_bytes_per_s : 0;
-  in.cache2_bytes = c.cache2_bytes;
-  in.cache2_beta_ns_per_byte = c.cache2_bytes_per_s > 0 ? 1e9 / c.cache2_bytes_per_s : 0;
+  caches_to_model(c, in);
   in.cores = c.cores;
   in.chunk_bytes = static_cast<double>(c.chunk_bytes);
   algo::LinkModel& net = m.links[c.network_class];
@@ -63,23 +80,17 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
     hop_latency = (tnet.alpha_us - tin.alpha_us) * 1e-6 / 2;
   }
   c.gpu_link_bytes_per_s = 1e9 / tin.beta_ns_per_byte;
-  c.memory_bytes_per_s = tin.node_beta_ns_per_byte > 0 ? 1e9 / tin.node_beta_ns_per_byte : 0;
+  c.memory_bytes_per_s = inverse_rate(tin.node_beta_ns_per_byte);
   c.nic_bytes_per_s = 1e9 / tnet.beta_ns_per_byte;
   c.costs.gamma_s_per_byte = tin.gamma_ns_per_byte * 1e-9;
-  c.cache_bytes = tin.cache_bytes;
-  c.cache_bytes_per_s = tin.cache_beta_ns_per_byte > 0 ? 1e9 / tin.cache_beta_ns_per_byte : 0;
-  c.cache2_bytes = tin.cache2_bytes;
-  c.cache2_bytes_per_s = tin.cache2_beta_ns_per_byte > 0 ? 1e9 / tin.cache2_beta_ns_per_byte : 0;
+  set_caches(c, tin);
   c.chunk_bytes = static_cast<size_t>((one_node ? tin : tnet).chunk_bytes);
 }
 
 Cluster at_size(const Cluster& c, double bytes) {
   algo::LinkModel m;
   m.beta_ns_per_byte = 1e9 / c.gpu_link_bytes_per_s;
-  m.cache_bytes = c.cache_bytes;
-  m.cache_beta_ns_per_byte = 1e9 / c.cache_bytes_per_s;
-  m.cache2_bytes = c.cache2_bytes;
-  m.cache2_beta_ns_per_byte = c.cache2_bytes_per_s > 0 ? 1e9 / c.cache2_bytes_per_s : 0;
+  caches_to_model(c, m);
   const int per_node = std::min(c.gpus_per_node, c.fabric.nranks());
   const double faster = m.beta_ns_per_byte / m.at_size(bytes, per_node).beta_ns_per_byte;
   Cluster out = c;

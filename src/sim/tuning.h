@@ -8,6 +8,10 @@
 
 #include <string>
 
+namespace coll::algo {
+struct LinkModel;  // algorithms/cost_model.h
+}  // namespace coll::algo
+
 namespace coll::sim {
 
 // A tuning file's text (COLL_TUNING_FILE's format: "shm.alpha_us = 3"
@@ -36,6 +40,9 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
 void set_node_rates(Cluster& c, double gpu_link_bytes_per_s, double memory_bytes_per_s);
 
 inline bool has_cache(const Cluster& c) { return c.cache_bytes > 0 && c.cache_bytes_per_s > 0; }
+// The cluster's two caches into a link model's terms (ns per byte), and back.
+void caches_to_model(const Cluster& c, algo::LinkModel& m);
+void set_caches(Cluster& c, const algo::LinkModel& m);
 // The cluster as a collective of `bytes` a rank finds it: its ranks' links
 // and memory faster by the part of the vectors of a node's ranks in cache
 // (algo::LinkModel::at_size). A copy: for clusters with a cache
