@@ -26,6 +26,22 @@ std::string cpu_node(int nodes = 1, int ranks = 4) {
              "network": {"levels": [{"ports": 32}]}})";
 }
 
+// The same cluster with no memory: nodes of GPUs.
+std::string without_memory(std::string cluster) {
+  return cluster.replace(cluster.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
+}
+
+// What parsing `cluster` under the tuning `text` throws, or "accepted".
+std::string tuning_error(const std::string& cluster, const std::string& text) {
+  const Tuning t{text, "tuning.txt"};
+  try {
+    parse_cluster(cluster, "c.json", 0, &t);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 algo::Schedule one_step(algo::OpKind kind, int peer, size_t bytes) {
   algo::Schedule s;
   algo::Step step;
@@ -68,9 +84,7 @@ TEST(Memory, ACpuRanksCoreAndItsNodesMemoryAreShared) {
   copy[0].steps.push_back(local);
   EXPECT_NEAR(simulate(copy, c.fabric, c.costs).seconds, (2 << 20) / 8e9, 1e-12);
   // Without memory_gbps a node has none, and GPUs their two links.
-  std::string gpus = cpu_node();
-  gpus.replace(gpus.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
-  const Cluster g = parse_cluster(gpus, "t");
+  const Cluster g = parse_cluster(without_memory(cpu_node()), "t");
   EXPECT_EQ(g.fabric.route(0, 1).size(), 2u);
   EXPECT_TRUE(g.fabric.local_route(0).empty());
 }
@@ -93,35 +107,23 @@ TEST(Memory, RanksThatOutnumberTheCoresTakeTurnsOnThem) {
   EXPECT_NEAR(simulate(pairs({{0, 1}, {2, 3}}), parse_cluster(cpu_node(), "t").fabric, c.costs).seconds,
               (1 << 20) / 6e9, 1e-12);
   // As many cores as ranks, or more: a core each, as without.
-  std::string four_cores = two_cores;
-  four_cores.replace(four_cores.find(R"("cores": 2)"), 10, R"("cores": 9)");
-  EXPECT_EQ(parse_cluster(four_cores, "t").fabric.link(parse_cluster(four_cores, "t").fabric.route(0, 2)[2]).name,
-            "node0.gpu2.core");
+  std::string nine_cores = two_cores;
+  nine_cores.replace(nine_cores.find(R"("cores": 2)"), 10, R"("cores": 9)");
+  const Cluster each = parse_cluster(nine_cores, "t");
+  EXPECT_EQ(each.fabric.link(each.fabric.route(0, 2)[2]).name, "node0.gpu2.core");
   // A tuning file gives the same.
   const Tuning t{"shm.cores = 2\n", "t"};
   const Cluster tuned = parse_cluster(cpu_node(), "t", 0, &t);
   EXPECT_EQ(tuned.fabric.link(tuned.fabric.route(0, 2)[0]).name, "node0.core0");
   EXPECT_EQ(tuned.fabric.route(0, 2)[2], tuned.fabric.route(0, 2)[0]);
   // A count that is no whole number or negative, the network's class, or nodes of GPUs: refused.
-  const auto error_of = [](const std::string& cluster, const std::string& text) -> std::string {
-    try {
-      const Tuning bad{text, "bad"};
-      parse_cluster(cluster, "t", 0, &bad);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
-  EXPECT_NE(error_of(cpu_node(), "shm.cores = 1.5\n").find("shm.cores is 1.5; a whole number"), std::string::npos);
-  EXPECT_EQ(error_of(cpu_node(), "shm.cores = 0\n"), "accepted");  // a core each, as the file has it
-  EXPECT_NE(error_of(cpu_node(), "shm.cores = -2\n").find("must not be negative"), std::string::npos);
-  EXPECT_NE(error_of(cpu_node(), "tcp.cores = 2\n").find("the cores are the node class's"), std::string::npos);
-  std::string gpus = cpu_node();
-  gpus.replace(gpus.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
-  EXPECT_NE(error_of(gpus, "shm.cores = 2\n").find("shm.cores is for nodes of CPU ranks"), std::string::npos);
-  std::string gpus_with_cores = two_cores;
-  gpus_with_cores.replace(gpus_with_cores.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
-  EXPECT_THROW(parse_cluster(gpus_with_cores, "t"), Error);
+  EXPECT_NE(tuning_error(cpu_node(), "shm.cores = 1.5\n").find("shm.cores is 1.5; a whole number"), std::string::npos);
+  EXPECT_EQ(tuning_error(cpu_node(), "shm.cores = 0\n"), "accepted");  // a core each, as the file has it
+  EXPECT_NE(tuning_error(cpu_node(), "shm.cores = -2\n").find("must not be negative"), std::string::npos);
+  EXPECT_NE(tuning_error(cpu_node(), "tcp.cores = 2\n").find("the cores are the node class's"), std::string::npos);
+  EXPECT_NE(tuning_error(without_memory(cpu_node()), "shm.cores = 2\n").find("shm.cores is for nodes of CPU ranks"),
+            std::string::npos);
+  EXPECT_THROW(parse_cluster(without_memory(two_cores), "t"), Error);
 }
 
 TEST(Memory, TheSymmetricRunPoolsTheMemoryOfEveryNode) {
@@ -245,34 +247,25 @@ TEST(Tuning, WhatItDoesNotSetStaysTheClusterFiles) {
 }
 
 TEST(Tuning, ABadFileOrClassIsNamed) {
-  const auto error_of = [](const std::string& cluster, const std::string& text) -> std::string {
-    const Tuning t{text, "tuning.txt"};
-    try {
-      parse_cluster(cluster, "c.json", 0, &t);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
-  EXPECT_NE(error_of(cpu_node(), "shm.alpha_us 3\n").find("tuning.txt:1: expected 'class.parameter = number'"),
+  EXPECT_NE(tuning_error(cpu_node(), "shm.alpha_us 3\n").find("tuning.txt:1: expected 'class.parameter = number'"),
             std::string::npos);
   // The cluster's classes are shm and tcp: an ib line does not apply to it.
-  EXPECT_NE(error_of(cpu_node(), "\nib.alpha_us = 3\n").find("tuning.txt:2: unknown parameter 'ib.alpha_us'"),
+  EXPECT_NE(tuning_error(cpu_node(), "\nib.alpha_us = 3\n").find("tuning.txt:2: unknown parameter 'ib.alpha_us'"),
             std::string::npos);
-  EXPECT_NE(error_of(cpu_node(), "tcp.beta_ns_per_byte = 0\n").find("must be above 0"), std::string::npos);
+  EXPECT_NE(tuning_error(cpu_node(), "tcp.beta_ns_per_byte = 0\n").find("must be above 0"), std::string::npos);
   std::string same = cpu_node();
   same.replace(same.find(R"("network": "tcp")"), 16, R"("network": "shm")");
-  EXPECT_NE(error_of(same, "").find("classes.node and classes.network are both 'shm'"), std::string::npos);
-  EXPECT_NE(error_of(cpu_node(), "tcp.alpha_us = 0.5\nshm.alpha_us = 3\n").find("tcp.alpha_us (0.5) is below"),
+  EXPECT_NE(tuning_error(same, "").find("classes.node and classes.network are both 'shm'"), std::string::npos);
+  EXPECT_NE(tuning_error(cpu_node(), "tcp.alpha_us = 0.5\nshm.alpha_us = 3\n").find("tcp.alpha_us (0.5) is below"),
             std::string::npos);
   std::string classes = cpu_node();
   classes.replace(classes.find(R"("node": "shm")"), 13, R"("nodes": "shm")");
-  EXPECT_NE(error_of(classes, "").find("classes.nodes is not a class of the cluster"), std::string::npos);
+  EXPECT_NE(tuning_error(classes, "").find("classes.nodes is not a class of the cluster"), std::string::npos);
   // A GPU cluster's nodes have no memory to set.
-  std::string gpus = cpu_node();
-  gpus.replace(gpus.find(R"("memory_gbps": 96)"), 17, R"("memory_gbps": 0)");
-  EXPECT_NE(error_of(gpus, "shm.node_beta_ns_per_byte = 0.1\n").find("is for nodes of CPU ranks"), std::string::npos);
-  EXPECT_EQ(error_of(cpu_node(), "shm.alpha_us = 3\n"), "accepted");
+  EXPECT_NE(
+      tuning_error(without_memory(cpu_node()), "shm.node_beta_ns_per_byte = 0.1\n").find("is for nodes of CPU ranks"),
+      std::string::npos);
+  EXPECT_EQ(tuning_error(cpu_node(), "shm.alpha_us = 3\n"), "accepted");
   EXPECT_THROW(load_cluster("no-such-cluster.json"), Error);
 }
 
