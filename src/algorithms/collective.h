@@ -64,4 +64,8 @@ struct CollShape {
   size_t chunk_elems() const { return chunk_bytes / elem_size > 0 ? chunk_bytes / elem_size : 1; }
 };
 
+// The bytes of a rank's input and output buffers (in place, the one
+// buffer): what a node's cache holds of each of its ranks (LinkModel::at_size).
+double buffer_bytes(const CollShape& s);
+
 }  // namespace coll::algo

@@ -27,7 +27,7 @@ struct LinkModel {
   // (the simulator's memory link), the one link of a node whose ranks share
   // it (the selector's network class); 0: nothing, a link per rank.
   double node_beta_ns_per_byte = 0;
-  // What a node's cache holds of its ranks' vectors (CPU ranks): the part
+  // What a node's cache holds of its ranks' buffers (CPU ranks): the part
   // of them within it moves at cache_beta instead of beta.
   double cache_bytes = 0;
   double cache_beta_ns_per_byte = 0;
@@ -40,10 +40,11 @@ struct LinkModel {
   // simulator reads it.
   double cores = 0;
 
-  // The parameters for a collective of `bytes` on each of `per_node` ranks
-  // of a node: min(1, cache_bytes / (per_node bytes)) of each vector moves at
-  // cache_beta, what the second cache holds beyond that at cache2_beta, the
-  // rest at beta (node_beta scaled alike). Itself where no cache is given.
+  // The parameters for a collective whose buffers (buffer_bytes) hold
+  // `bytes` on each of `per_node` ranks of a node: min(1, cache_bytes /
+  // (per_node bytes)) of them moves at cache_beta, what the second cache
+  // holds beyond that at cache2_beta, the rest at beta (node_beta scaled
+  // alike). Itself where no cache is given.
   LinkModel at_size(double bytes, int per_node) const;
 };
 

@@ -144,6 +144,24 @@ bool has_algorithm(Collective c, const std::string& name) {
   return false;
 }
 
+double buffer_bytes(const CollShape& s) {
+  const double v = static_cast<double>(s.count * s.elem_size), n = s.nranks;
+  switch (s.collective) {
+    case Collective::kAllreduce:
+    case Collective::kReduce:
+      return s.in_place() ? v : 2 * v;
+    case Collective::kAllgather:
+    case Collective::kReduceScatter:
+      return s.in_place() ? n * v : (n + 1) * v;
+    case Collective::kAlltoall:
+      return s.in_place() ? n * v : 2 * n * v;
+    case Collective::kBarrier:
+      return 0;
+    default:  // broadcast, send, recv: one buffer
+      return v;
+  }
+}
+
 std::optional<Collective> collective_named(const std::string& name) {
   for (int c = 0; c < kNumCollectives; ++c)
     if (name == collective_name(static_cast<Collective>(c))) return static_cast<Collective>(c);
@@ -302,17 +320,17 @@ const Algorithm& Selector::choose(const CollShape& shape) {
   if (single && !named_.count(shape.collective)) wanted.clear();
   const Algorithm* best = nullptr;
   double best_cost = 0;
-  // With a cache (a tuning file's), the links at the share of the vectors the node's ranks hold;
+  // With a cache (a tuning file's), the links at the share of the buffers the node's ranks hold;
   // only then, as counting the ranks of a node costs O(n).
   LinkModel sized = link();
   CollShape sized_shape;
   const CollShape* priced = &shape;
   if (link().cache_bytes > 0 || shape.node_link.cache_bytes > 0) {
     const int per_node = ranks_per_node(shape);
-    const int held = per_node > 0 ? per_node : shape.nranks;
-    sized = link().at_size(bytes_of(shape), held);
+    const int sharing = per_node > 0 ? per_node : shape.nranks;
+    sized = link().at_size(buffer_bytes(shape), sharing);
     sized_shape = shape;
-    sized_shape.node_link = shape.node_link.at_size(bytes_of(shape), held);
+    sized_shape.node_link = shape.node_link.at_size(buffer_bytes(shape), sharing);
     priced = &sized_shape;
   }
   for (const Algorithm& a : all_algorithms()) {

@@ -133,10 +133,19 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
   return p;
 }
 
+std::optional<Cluster> sized_for(const Cluster& whole, const CollectiveRun& run) {
+  if (!has_cache(whole)) return std::nullopt;
+  algo::CollShape buffers;  // out of place, as nccl-tests' first column
+  buffers.collective = run.collective;
+  buffers.nranks = whole.fabric.nranks();
+  buffers.elem_size = run.elem_size;
+  buffers.count = count_of(run.collective, run.bytes, run.elem_size, buffers.nranks);
+  return at_size(whole, algo::buffer_bytes(buffers));
+}
+
 Prediction predict(const Cluster& whole, const CollectiveRun& run, std::vector<StepTime>* timeline,
                    const Progress* progress) {
-  std::optional<Cluster> sized;
-  if (has_cache(whole)) sized = at_size(whole, static_cast<double>(run.bytes));
+  const std::optional<Cluster> sized = sized_for(whole, run);
   const Cluster& cluster = sized ? *sized : whole;
   const Plan plan_ = plan(cluster, run);
   Prediction p;

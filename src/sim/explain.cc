@@ -1,7 +1,6 @@
 #include "sim/explain.h"
 
 #include "base/error.h"
-#include "sim/tuning.h"
 
 #include <algorithm>
 #include <cmath>
@@ -55,8 +54,7 @@ Cluster teaching_cluster(int ranks, int per_node) {
 
 Explanation explain(const Cluster& whole, const CollectiveRun& run) {
   // As predict does: a CPU cluster's links at this size's share of the cache.
-  std::optional<Cluster> sized;
-  if (has_cache(whole)) sized = at_size(whole, static_cast<double>(run.bytes));
+  const std::optional<Cluster> sized = sized_for(whole, run);
   const Cluster& cluster = sized ? *sized : whole;
   Explanation e;
   CollectiveRun every_rank = run;  // each rank's steps are what it shows

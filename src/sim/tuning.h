@@ -43,10 +43,10 @@ inline bool has_cache(const Cluster& c) { return c.cache_bytes > 0 && c.cache_by
 // The cluster's two caches into a link model's terms (ns per byte), and back.
 void caches_to_model(const Cluster& c, algo::LinkModel& m);
 void set_caches(Cluster& c, const algo::LinkModel& m);
-// The cluster as a collective of `bytes` a rank finds it: its ranks' links
-// and memory faster by the part of the vectors of a node's ranks in cache
-// (algo::LinkModel::at_size). A copy: for clusters with a cache
-// (has_cache), of CPU ranks.
+// The cluster as a collective whose buffers hold `bytes` on each rank
+// finds it: its ranks' links and memory faster by the part of a node's
+// ranks' buffers in cache (algo::LinkModel::at_size). A copy: for clusters
+// with a cache (has_cache), of CPU ranks.
 Cluster at_size(const Cluster& c, double bytes);
 
 }  // namespace coll::sim

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -141,7 +142,7 @@ TEST(Memory, TheSymmetricRunPoolsTheMemoryOfEveryNode) {
   }
 }
 
-TEST(Tuning, TheCacheSpeedsTheShareOfTheVectorsItHolds) {
+TEST(Tuning, TheCacheSpeedsTheShareOfTheBuffersItHolds) {
   algo::LinkModel m;
   m.beta_ns_per_byte = 0.2;
   m.node_beta_ns_per_byte = 0.1;
@@ -159,6 +160,44 @@ TEST(Tuning, TheCacheSpeedsTheShareOfTheVectorsItHolds) {
   const Cluster sized = at_size(c, 8 << 20);
   EXPECT_NEAR(sized.gpu_link_bytes_per_s, 1e9 / (0.2 - 0.15 / 4), 1e-3);
   EXPECT_NEAR(sized.fabric.link(sized.fabric.place(1).gpu_up).bytes_per_s, 1e9 / (0.2 - 0.15 / 4), 1e-3);
+}
+
+TEST(Tuning, WhatTheCacheHoldsIsEachRanksInputAndOutput) {
+  using algo::Collective;
+  algo::CollShape s;
+  s.nranks = 4;
+  s.count = 10;  // elements: the vector; allgather's and reduce_scatter's part; alltoall's block
+  s.elem_size = 8;
+  const auto bytes = [&](Collective c, bool in_place) {
+    s.collective = c;
+    s.send_offset = in_place ? std::optional<int64_t>(0) : std::nullopt;
+    return algo::buffer_bytes(s);
+  };
+  for (Collective c : {Collective::kAllreduce, Collective::kReduce}) {
+    EXPECT_EQ(bytes(c, false), 160) << algo::collective_name(c);
+    EXPECT_EQ(bytes(c, true), 80) << algo::collective_name(c);
+  }
+  for (Collective c : {Collective::kAllgather, Collective::kReduceScatter}) {
+    EXPECT_EQ(bytes(c, false), 400) << algo::collective_name(c);  // a part and the 4 parts
+    EXPECT_EQ(bytes(c, true), 320) << algo::collective_name(c);
+  }
+  EXPECT_EQ(bytes(Collective::kAlltoall, false), 640);
+  EXPECT_EQ(bytes(Collective::kAlltoall, true), 320);
+  for (Collective c : {Collective::kBroadcast, Collective::kSend, Collective::kRecv})
+    EXPECT_EQ(bytes(c, false), 80) << algo::collective_name(c);
+  EXPECT_EQ(bytes(Collective::kBarrier, false), 0);
+
+  // The simulator sizes a run's cluster by them: a cache of 4 MiB holds 2 ranks' allreduce of 1 MiB
+  // (4 MiB of buffers), half of one of 2 MiB, and 2 of the 3 MiB of each rank's allgather of 2 MiB.
+  const Tuning t{"shm.beta_ns_per_byte = 0.2\nshm.cache_bytes = 4194304\nshm.cache_beta_ns_per_byte = 0.05\n", "t"};
+  const Cluster c = parse_cluster(cpu_node(), "t", 2, &t);
+  const auto beta = [&](Collective collective, size_t bytes) {
+    return 1e9 / sized_for(c, CollectiveRun{collective, bytes, 4, "ring"})->gpu_link_bytes_per_s;
+  };
+  EXPECT_NEAR(beta(Collective::kAllreduce, 1 << 20), 0.05, 1e-12);
+  EXPECT_NEAR(beta(Collective::kAllreduce, 2 << 20), 0.2 - 0.15 / 2, 1e-12);
+  EXPECT_NEAR(beta(Collective::kAllgather, 2 << 20), 0.2 - 0.15 * 4 / 6, 1e-12);
+  EXPECT_FALSE(sized_for(parse_cluster(cpu_node(), "t", 2), CollectiveRun{}).has_value());  // no cache
 }
 
 TEST(Tuning, ASecondCacheSpeedsWhatItHoldsBeyondTheFirst) {
@@ -276,7 +315,7 @@ TEST(Fit, FindsTheParametersThatMadeTheRuns) {
   truth.beta_ns_per_byte = 0.2;
   truth.cache_bytes = 1 << 20;
   truth.cache_beta_ns_per_byte = 0.08;
-  truth.cache2_bytes = 8 << 20;  // beyond it, from 2 ranks of 4 MiB, beta
+  truth.cache2_bytes = 16 << 20;  // beyond it beta: from the 2-rank allreduce of 8 MiB (32 MiB of buffers)
   truth.cache2_beta_ns_per_byte = 0.12;
   // A ring's core carries 2 flows, the memory n: it binds from 5 ranks (n 0.09 > 2 0.2), as at 8.
   truth.node_beta_ns_per_byte = 0.09;
