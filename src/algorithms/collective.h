@@ -64,8 +64,10 @@ struct CollShape {
   size_t chunk_elems() const { return chunk_bytes / elem_size > 0 ? chunk_bytes / elem_size : 1; }
 };
 
-// The bytes of a rank's input and output buffers (in place, the one
-// buffer): what a node's cache holds of each of its ranks (LinkModel::at_size).
+// What a node's cache holds of each of its ranks (LinkModel::at_size): the
+// bytes of a rank's input and output buffers as an out-of-place call has
+// them (reduce's output, the root's alone, not counted). Never whether this
+// rank's call is in place: every rank must price, and so choose, alike.
 double buffer_bytes(const CollShape& s);
 
 }  // namespace coll::algo

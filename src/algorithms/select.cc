@@ -144,54 +144,6 @@ bool has_algorithm(Collective c, const std::string& name) {
   return false;
 }
 
-double buffer_bytes(const CollShape& s) {
-  const double v = static_cast<double>(s.count * s.elem_size), n = s.nranks;
-  switch (s.collective) {
-    case Collective::kAllreduce:
-    case Collective::kReduce:
-      return s.in_place() ? v : 2 * v;
-    case Collective::kAllgather:
-    case Collective::kReduceScatter:
-      return s.in_place() ? n * v : (n + 1) * v;
-    case Collective::kAlltoall:
-      return s.in_place() ? n * v : 2 * n * v;
-    case Collective::kBarrier:
-      return 0;
-    default:  // broadcast, send, recv: one buffer
-      return v;
-  }
-}
-
-std::optional<Collective> collective_named(const std::string& name) {
-  for (int c = 0; c < kNumCollectives; ++c)
-    if (name == collective_name(static_cast<Collective>(c))) return static_cast<Collective>(c);
-  return std::nullopt;
-}
-
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::kAllreduce:
-      return "allreduce";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kAllgather:
-      return "allgather";
-    case Collective::kReduceScatter:
-      return "reduce_scatter";
-    case Collective::kAlltoall:
-      return "alltoall";
-    case Collective::kBarrier:
-      return "barrier";
-    case Collective::kSend:
-      return "send";
-    case Collective::kRecv:
-      return "recv";
-  }
-  return "?";
-}
-
 const std::vector<Algorithm>& all_algorithms() {
   static const std::vector<Algorithm> table = {
       {"ring", Collective::kAllreduce, ring_allreduce, ring_allreduce_cost},

@@ -23,8 +23,8 @@ struct Cluster {
   // A node's memory, which every message between two of its ranks also
   // crosses (CPU ranks over shared memory); 0: none (GPUs on NVLink switches).
   double memory_bytes_per_s = 0;
-  // CPU ranks whose vectors the node's cache holds move them faster: up to
-  // cache_bytes of all its ranks' vectors at cache_bytes_per_s (the node's
+  // CPU ranks whose buffers the node's cache holds move them faster: up to
+  // cache_bytes of all its ranks' buffers at cache_bytes_per_s (the node's
   // memory faster alike); 0: no cache. A second, larger cache holds up to
   // cache2_bytes at cache2_bytes_per_s (algo::LinkModel::at_size).
   double cache_bytes = 0, cache_bytes_per_s = 0;

@@ -135,12 +135,12 @@ Plan plan(const Cluster& cluster, const CollectiveRun& run) {
 
 std::optional<Cluster> sized_for(const Cluster& whole, const CollectiveRun& run) {
   if (!has_cache(whole)) return std::nullopt;
-  algo::CollShape buffers;  // out of place, as nccl-tests' first column
-  buffers.collective = run.collective;
-  buffers.nranks = whole.fabric.nranks();
-  buffers.elem_size = run.elem_size;
-  buffers.count = count_of(run.collective, run.bytes, run.elem_size, buffers.nranks);
-  return at_size(whole, algo::buffer_bytes(buffers));
+  algo::CollShape shape;
+  shape.collective = run.collective;
+  shape.nranks = whole.fabric.nranks();
+  shape.elem_size = run.elem_size;
+  shape.count = count_of(run.collective, run.bytes, run.elem_size, shape.nranks);
+  return at_size(whole, algo::buffer_bytes(shape));
 }
 
 Prediction predict(const Cluster& whole, const CollectiveRun& run, std::vector<StepTime>* timeline,

@@ -72,7 +72,8 @@ struct TooBig : Error {
 Plan plan(const Cluster& cluster, const CollectiveRun& run);
 
 // A CPU cluster's links at the share of its cache that the run's buffers
-// take (out of place; tuning.h, at_size); none for a cluster without a cache.
+// take (algo::buffer_bytes; tuning.h, at_size); none for a cluster without
+// a cache.
 std::optional<Cluster> sized_for(const Cluster& whole, const CollectiveRun& run);
 
 Prediction predict(const Cluster& cluster, const CollectiveRun& run, std::vector<StepTime>* timeline = nullptr,

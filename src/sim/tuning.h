@@ -1,7 +1,7 @@
 // Measured link parameters on a cluster: a tuning file's classes applied
 // to the cluster's links (scripts/calibrate.sh writes them, collsim
 // --tuning reads them), and a CPU cluster as a collective of one size finds
-// it, the part of its vectors the cache holds moving faster.
+// it, the part of its ranks' buffers the cache holds moving faster.
 #pragma once
 
 #include "sim/cluster.h"
