@@ -42,6 +42,8 @@ Mac hmac(const Secret& secret, const char* role, const std::string& purpose, uin
 
 }  // namespace
 
+void init() { OPENSSL_init_crypto(0, nullptr); }
+
 Secret random_secret() { return random_bytes<16>(); }
 Nonce random_nonce() { return random_bytes<16>(); }
 

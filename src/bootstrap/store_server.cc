@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -82,13 +83,26 @@ StoreServer* StoreServer::start(const net::SockAddr& bind_addr, const auth::Secr
 
 StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound, const auth::Secret& secret) {
   auto* server = new StoreServer(std::move(listener), bound, secret);
+  auth::init();  // the crypto library's exit handler first, so that it runs after ours
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(join_all_at_exit); });
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
     registry().push_back(server);
+    server->owner_ = getpid();
+    server->thread_ = std::thread([server] { server->run(); });
   }
-  std::thread([server] { server->run(); }).detach();
   log::info(log::kBoot, "bootstrap store listening on ", bound.to_string());
   return server;
+}
+
+void StoreServer::join_all_at_exit() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  for (StoreServer* s : registry()) {
+    if (s->owner_ != getpid() || !s->thread_.joinable()) continue;
+    s->stop();
+    s->thread_.join();
+  }
 }
 
 void StoreServer::run() {
