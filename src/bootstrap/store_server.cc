@@ -98,11 +98,14 @@ StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound,
 
 void StoreServer::join_all_at_exit() {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  for (StoreServer* s : registry()) {
-    if (s->owner_ != getpid() || !s->thread_.joinable()) continue;
-    s->stop();
-    s->thread_.join();
-  }
+  const auto ours = [](const StoreServer* s) {
+    return s->owner_ == getpid() && s->thread_.joinable() && s->thread_.get_id() != std::this_thread::get_id();
+  };
+  // All stopped first: each notices within its 500 ms wait, together.
+  for (StoreServer* s : registry())
+    if (ours(s)) s->stop();
+  for (StoreServer* s : registry())
+    if (ours(s)) s->thread_.join();
 }
 
 void StoreServer::run() {

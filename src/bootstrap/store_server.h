@@ -6,10 +6,11 @@
 //
 // Life: the thread ends when every rank has said BYE or on stop(). Servers
 // are owned by a process-wide registry that is never destroyed, so a process
-// may fork with a server running. At exit the process that started a server
-// stops it and joins its thread (within half a second, if ranks still use
-// it) before the crypto library's exit handler runs: a thread still ending
-// while that handler freed its state crashed the process ("double free").
+// may fork with a server running. At exit the process that started them
+// stops its servers and joins their threads (within half a second, if ranks
+// still use them) before the crypto library's exit handler runs: a thread
+// still ending while that handler freed its state crashed the process
+// ("double free").
 #pragma once
 
 #include "base/auth.h"
@@ -79,7 +80,7 @@ class StoreServer {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> finished_{false};
   std::thread thread_;
-  int owner_ = 0;  // the process that started the thread (a forked child has none to join)
+  int owner_ = 0;  // the process that started the thread: a forked child joins only its own
 
   // Touched by the serving thread alone.
   net::Fd epoll_;

@@ -155,8 +155,8 @@ TEST(Store, AProcessExitsCleanlyWithItsStoreServingOrJustEnded) {
         std::exit(0);  // rank 1 has not said goodbye: the store still serves
       },
       ::testing::ExitedWithCode(0), "");
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
-  for (int i = 0; i < 10; ++i)
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  for (int i = 0; i < 10; ++i)  // a smoke test: the race it ends was about 1 in 450 under load
     EXPECT_EXIT(
         {
           UniqueId id = start_store();
