@@ -41,11 +41,6 @@ struct ServerProof {
 };
 #pragma pack(pop)
 
-// Sets the crypto library up now, from the calling thread: its exit handler
-// (registered then) runs after any registered later, such as the store
-// server's join of its thread (store_server.h).
-void init();
-
 Secret random_secret();
 Nonce random_nonce();
 std::string to_hex(const Secret& secret);

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -83,29 +82,13 @@ StoreServer* StoreServer::start(const net::SockAddr& bind_addr, const auth::Secr
 
 StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound, const auth::Secret& secret) {
   auto* server = new StoreServer(std::move(listener), bound, secret);
-  auth::init();  // the crypto library's exit handler first, so that it runs after ours
-  static std::once_flag once;
-  std::call_once(once, [] { std::atexit(join_all_at_exit); });
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
     registry().push_back(server);
-    server->owner_ = getpid();
-    server->thread_ = std::thread([server] { server->run(); });
   }
+  std::thread([server] { server->run(); }).detach();
   log::info(log::kBoot, "bootstrap store listening on ", bound.to_string());
   return server;
-}
-
-void StoreServer::join_all_at_exit() {
-  std::lock_guard<std::mutex> lock(registry_mutex());
-  const auto ours = [](const StoreServer* s) {
-    return s->owner_ == getpid() && s->thread_.joinable() && s->thread_.get_id() != std::this_thread::get_id();
-  };
-  // All stopped first: each notices within its 500 ms wait, together.
-  for (StoreServer* s : registry())
-    if (ours(s)) s->stop();
-  for (StoreServer* s : registry())
-    if (ours(s)) s->thread_.join();
 }
 
 void StoreServer::run() {

@@ -6,11 +6,7 @@
 //
 // Life: the thread ends when every rank has said BYE or on stop(). Servers
 // are owned by a process-wide registry that is never destroyed, so a process
-// may fork with a server running. At exit the process that started them
-// stops its servers and joins their threads (within half a second, if ranks
-// still use them) before the crypto library's exit handler runs: a thread
-// still ending while that handler freed its state crashed the process
-// ("double free").
+// may exit (or fork) with a server running.
 #pragma once
 
 #include "base/auth.h"
@@ -22,7 +18,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -47,7 +42,6 @@ class StoreServer {
   struct Conn;  // one client's connection and its buffers (store_server.cc)
 
   StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secret& secret);
-  static void join_all_at_exit();
 
   // The serving thread, in the order it takes its steps.
   void run();
@@ -79,8 +73,6 @@ class StoreServer {
   auth::Secret secret_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> finished_{false};
-  std::thread thread_;
-  int owner_ = 0;  // the process that started the thread: a forked child joins only its own
 
   // Touched by the serving thread alone.
   net::Fd epoll_;

@@ -140,32 +140,6 @@ TEST(Store, EndsWhenEveryRankSaidGoodbyeOrDied) {
   EXPECT_TRUE(server->finished());
 }
 
-// At exit the process stops its store and joins the store's thread before
-// the crypto library's exit handler runs: a thread still ending while that
-// handler ran crashed rank 0 about once in 450 runs under load.
-TEST(Store, AProcessExitsCleanlyWithItsStoreServingOrJustEnded) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");  // this process has threads of its own
-  const auto started = std::chrono::steady_clock::now();
-  EXPECT_EXIT(
-      {
-        UniqueId id = start_store();
-        const Deadline deadline = Deadline::after_ms(5000);
-        StoreClient rank0(id, deadline, 0);
-        rank0.set("k", "v", deadline);
-        std::exit(0);  // rank 1 has not said goodbye: the store still serves
-      },
-      ::testing::ExitedWithCode(0), "");
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
-  for (int i = 0; i < 10; ++i)  // a smoke test: the race it ends was about 1 in 450 under load
-    EXPECT_EXIT(
-        {
-          UniqueId id = start_store();
-          { StoreClient(id, Deadline::after_ms(5000), 0).bye(1); }
-          std::exit(0);  // as the store's thread ends
-        },
-        ::testing::ExitedWithCode(0), "");
-}
-
 TEST(Store, AWrongSecretIsRefusedAndOthersGoOn) {
   UniqueId id = start_store();
   UniqueId forged = id;
