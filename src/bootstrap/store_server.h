@@ -4,9 +4,10 @@
 // fails the handshake, sends a malformed frame, or stays silent during the
 // handshake is closed and logged; the other ranks are not disturbed.
 //
-// Life: the thread ends when every rank has said BYE or on stop(). Servers
-// are owned by a process-wide registry that is never destroyed, so a process
-// may exit (or fork) with a server running.
+// Life: the server finishes when every rank has said BYE or on stop(); its
+// thread then stays, idle, until the process ends (store_server.cc says why).
+// Servers are owned by a process-wide registry that is never destroyed, so a
+// process may exit (or fork) with a server running.
 #pragma once
 
 #include "base/auth.h"
