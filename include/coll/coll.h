@@ -303,8 +303,9 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, col
  * this rank itself, is COLL_INVALID_ARGUMENT. If the host of the meeting
  * dies after deciding and a rank it had let in does not reach the next
  * host, no communicator is formed: COLL_REMOTE_ERROR on every survivor.
- * A shrink that failed (a rank died while the members joined) may be
- * called again on the same communicator. The old communicator must still
+ * A shrink that failed because a rank died while the members joined fails
+ * so on every survivor alike, and may be called again on the same
+ * communicator. The old communicator must still
  * be destroyed. */
 COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm);
 

@@ -40,6 +40,7 @@ namespace coll {
 
 void (*test_hooks::shrink_decided)() = nullptr;
 void (*test_hooks::shrink_reading_members)() = nullptr;
+void (*test_hooks::shrink_joined)() = nullptr;
 
 namespace {
 
@@ -95,10 +96,12 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   }
 }
 
-// Becomes this rank's place among the members the host decided on. A
-// barrier on the new communicator closes the shrink, so that a host that
-// dies while the members connect fails the join on every member (they then
-// meet at the next host), rather than on those it had not answered yet only.
+// Becomes this rank's place among the members the host decided on. The
+// members then agree that every one of them joined: a rank that dies as they
+// connect fails the join on every member alike (they call shrink again, or
+// meet at the next host when the host died). A barrier here once let some
+// members pass while others failed; each half then found the other's
+// communicators closed, took them for dead, and went on without them.
 std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::UniqueId& id, const std::string& members) {
   const std::vector<int> old_ranks = meeting::parse_ranks(members, nranks_);
   int new_rank = -1, new_size = 0;
@@ -111,10 +114,19 @@ std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::Unique
          ": another survivor excluded this rank (members: ", members, ")");
   log::info(log::kInit, "comm_shrink: rank ", rank_, " becomes rank ", new_rank, " of ", new_size, " (old ranks ",
             members, ")");
+  // A member whose join fails closes its new communicator here, so that the
+  // others' agreement finds it gone at once.
   auto joined = std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_, 0, Store::kRunning,
                                                [&](int r) { return standby_gone(old_ranks[static_cast<size_t>(r)]); });
-  const OpRequest barrier{algo::Collective::kBarrier};
-  joined->run({&barrier, 1});
+  if (test_hooks::shrink_joined != nullptr) test_hooks::shrink_joined();
+  std::vector<int> gone;
+  joined->agree(1, &gone);
+  if (!gone.empty()) {
+    std::vector<int> old_gone;
+    for (int r : gone) old_gone.push_back(old_ranks[static_cast<size_t>(r)]);
+    fail(Code::kRemote, "comm_shrink on rank ", rank_, ": rank(s) ", meeting::join(old_gone),
+         " died or failed while the members joined; call coll_comm_shrink again on this communicator");
+  }
   return joined;
 }
 

@@ -7,6 +7,7 @@ namespace coll::test_hooks {
 
 extern void (*shrink_decided)();          // a shrink's host, after publishing the members
 extern void (*shrink_reading_members)();  // a shrink's guest, before reading them
+extern void (*shrink_joined)();           // a shrink's member, its new communicator made, before the check all did
 extern void (*agree_decided)();           // an agreement's host, after publishing its decision, before the commit
 extern void (*agree_committed)();         // an agreement's host, after the commit
 extern void (*agree_reading_commit)();    // an agreement's guest, before reading the commit

@@ -285,6 +285,36 @@ TEST(Shrink, AReplacementHostFormsNothingWithoutTheRanksItLost) {
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "2000"}}, .killed_rank = 1});
 }
 
+// Rank 2 dies once its new communicator is made, before the members have
+// checked that all joined. Every survivor's shrink fails alike, naming rank
+// 2, within a few probes (not the 20 s timeout); the second shrink on the
+// same communicator forms the three. (A barrier in that place once let some
+// members through and failed others, and the two sides went on apart.)
+TEST(Shrink, AMemberDyingAsTheyJoinFailsItOnEverySurvivorAlike) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        if (rank == 2) test_hooks::shrink_joined = [] { raise(SIGKILL); };
+        const auto start = Clock::now();
+        coll_comm_t survivors = nullptr;
+        EXPECT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_REMOTE_ERROR) << "rank " << rank;
+        EXPECT_EQ(survivors, nullptr);
+        EXPECT_NE(last_error(comm).find("rank(s) 2 died or failed while the members joined"), std::string::npos)
+            << "rank " << rank << ": " << last_error(comm);
+        EXPECT_LT(ms_since(start), 8000.0) << "rank " << rank << ": the death found only by the timeout";
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        int size = -1;
+        coll_comm_size(survivors, &size);
+        EXPECT_EQ(size, 3);
+        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 1 + 2 + 4);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 2});
+}
+
 // Survivors probe each other's standby sockets: connections that close
 // without a word. The host's store must log them as probes, at INFO, not
 // warn of a stranger ("closed before authenticating", "refused a
