@@ -684,6 +684,36 @@ TEST(Select, RanksThatShareTheirNodesLinkAreSeenToShareIt) {
   EXPECT_NEAR(cost(m, "ring"), 6 * 15e-6 + 0.75 * S * (2 * 8e-9 + 0.1e-9), 1e-9);
 }
 
+// With a cache, the selector prices an allreduce at the beta of what the
+// node's ranks hold: 2 S each (buffer_bytes), 8 ranks here (no node layout:
+// all on one). A cache that holds all of it picks as a link at the cache's
+// beta would; one that holds a single rank's 2 S holds 1/8 of the node's,
+// and picks as a link at 0.01/8 + 7/8 ns/B would.
+TEST(Select, ACacheIsPricedForWhatTheNodesRanksHold) {
+  const auto pick = [](const std::string& tuning, const CollShape& shape) {
+    CostModel m = two_links();
+    m.apply("node.alpha_us = 3\nnode.beta_ns_per_byte = 1\n" + tuning, "t");
+    Selector s("", m);
+    s.set_link_class("node");
+    return std::string(s.choose(shape).name);
+  };
+  int fast_differs = 0, share_differs = 0;
+  for (size_t count = 64; count <= (size_t{1} << 24); count *= 2) {
+    const CollShape shape{Collective::kAllreduce, 0, 8, count, 4};
+    const std::string fast = pick("node.beta_ns_per_byte = 0.01\n", shape);
+    const std::string eighth = pick("node.beta_ns_per_byte = 0.87625\n", shape);
+    EXPECT_EQ(pick("node.cache_bytes = 1e12\nnode.cache_beta_ns_per_byte = 0.01\n", shape), fast) << count;
+    const std::string one_rank =
+        str_cat("node.cache_bytes = ", 2 * count * 4, "\nnode.cache_beta_ns_per_byte = 0.01\n");
+    EXPECT_EQ(pick(one_rank, shape), eighth) << count;
+    fast_differs += fast != pick("", shape);
+    share_differs += fast != eighth;
+  }
+  // Else the checks above could not fail.
+  EXPECT_GT(fast_differs, 0);
+  EXPECT_GT(share_differs, 0);
+}
+
 TEST(Select, TuningTextOverridesTheLinksPresentOnly) {
   CostModel m = two_links();
   EXPECT_THROW(m.apply("net.alpha = 3", "f"), Error);
