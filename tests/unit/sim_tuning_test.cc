@@ -1,13 +1,14 @@
 // The simulator with measured link parameters: a node's memory shared by
 // its ranks' messages, a tuning file's classes mapped onto the cluster's
-// links, and the errors of a bad file. Closed forms computed by hand.
+// links, and the errors of a bad file. Closed forms computed by hand. The
+// fit of those parameters to runs: sim_fit_test.
 #include "algorithms/cost_model.h"
 #include "base/error.h"
 #include "sim/cluster.h"
 #include "sim/collective_run.h"
 #include "sim/engine.h"
-#include "sim/fit.h"
 #include "sim/tuning.h"
+#include "support/cpu_node.h"
 
 #include <gtest/gtest.h>
 
@@ -18,14 +19,7 @@
 namespace coll::sim {
 namespace {
 
-// One node of 4 CPU ranks, each core 8 GB/s, their memory 12 GB/s in all; more nodes or ranks when asked.
-std::string cpu_node(int nodes = 1, int ranks = 4) {
-  return R"({"nodes": )" + std::to_string(nodes) + R"(, "node": {"gpus": )" + std::to_string(ranks) +
-         R"(, "nics": 1, "gpu_link_gbps": 64,
-             "memory_gbps": 96}, "nic_gbps": 8, "latency_us": {"gpu_link": 0, "hop": 0},
-             "costs": {"alpha_us": 0, "gamma_ns_per_byte": 0}, "classes": {"node": "shm", "network": "tcp"},
-             "network": {"levels": [{"ports": 32}]}})";
-}
+using coll::testing::cpu_node;
 
 // The same cluster with no memory: nodes of GPUs.
 std::string without_memory(std::string cluster) {
@@ -303,64 +297,6 @@ TEST(Tuning, ABadFileOrClassIsNamed) {
       std::string::npos);
   EXPECT_EQ(tuning_error(cpu_node(), "shm.alpha_us = 3\n"), "accepted");
   EXPECT_THROW(load_cluster("no-such-cluster.json"), Error);
-}
-
-TEST(Fit, FindsTheParametersThatMadeTheRuns) {
-  // Runs "measured" by the simulator itself with known parameters: the fit must reproduce them.
-  algo::LinkModel truth;
-  truth.alpha_us = 3;
-  truth.beta_ns_per_byte = 0.2;
-  truth.cache_bytes = 1 << 20;
-  truth.cache_beta_ns_per_byte = 0.08;
-  truth.cache2_bytes = 16 << 20;  // beyond it, beta: the largest runs hold 24 to 72 MiB of buffers
-  truth.cache2_beta_ns_per_byte = 0.12;
-  // A ring's core carries 2 flows, the memory n: it binds from 5 ranks (n 0.09 > 2 0.2), as at 8.
-  truth.node_beta_ns_per_byte = 0.09;
-  truth.gamma_ns_per_byte = 0.05;
-  const auto cluster_of = [](int ranks) { return parse_cluster(cpu_node(1, 8), "t", ranks); };
-  std::vector<Measured> runs;
-  for (auto [collective, ranks] :
-       {std::pair{algo::Collective::kAllgather, 2}, std::pair{algo::Collective::kAllreduce, 2},
-        std::pair{algo::Collective::kAllgather, 8}})
-    for (size_t bytes = 64 << 10; bytes <= (8u << 20); bytes *= 2) {
-      Cluster c = cluster_of(ranks);
-      set_node_class(c, truth);
-      const double s = predict(c, CollectiveRun{collective, bytes, 4, "ring"}).result.seconds;
-      runs.push_back(Measured{collective, "ring", ranks, bytes, s});
-    }
-  const FitResult fit = fit_node_class(cluster_of, runs);
-  EXPECT_LT(fit.rms_log_error, 0.01);
-  EXPECT_NEAR(fit.link.beta_ns_per_byte, truth.beta_ns_per_byte, 0.02);
-  EXPECT_NEAR(fit.link.node_beta_ns_per_byte, truth.node_beta_ns_per_byte, 0.009);
-  EXPECT_NEAR(fit.link.cache2_beta_ns_per_byte, truth.cache2_beta_ns_per_byte, 0.012);
-  ASSERT_EQ(fit.predicted_s.size(), runs.size());
-  // Its lines are a tuning file that gives the cluster those parameters again.
-  const Tuning t{tuning_lines("shm", fit.link), "fitted"};
-  const Cluster back = parse_cluster(cpu_node(), "t", 2, &t);
-  EXPECT_NEAR(back.gpu_link_bytes_per_s, 1e9 / fit.link.beta_ns_per_byte, 1e9 / fit.link.beta_ns_per_byte * 1e-5);
-  EXPECT_NEAR(back.cache_bytes, fit.link.cache_bytes, 1);
-  EXPECT_NEAR(back.cache2_bytes, fit.link.cache2_bytes, 1);
-}
-
-TEST(Fit, BadRunsAreRefusedNamingTheLine) {
-  const auto error_of = [](const std::string& text) -> std::string {
-    try {
-      parse_measured(text, "runs.txt");
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
-  EXPECT_EQ(parse_measured("# c a n bytes us\nallgather ring 2 65536 21.5\n", "r").size(), 1u);
-  EXPECT_NE(error_of("allgather ring 2 65536\n").find("runs.txt:1: expected 'collective algorithm ranks bytes"),
-            std::string::npos);
-  EXPECT_NE(error_of("\nallgatherv ring 2 65536 3\n").find("runs.txt:2: unknown collective 'allgatherv'"),
-            std::string::npos);
-  EXPECT_NE(error_of("allgather tree 2 65536 3\n").find("allgather has no algorithm 'tree'"), std::string::npos);
-  EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(), "t", r); }, {}), Error);
-  // Ranks over two nodes, or a node without memory, cannot be fitted as one node's class.
-  std::vector<Measured> wide{Measured{algo::Collective::kAllgather, "ring", 8, 1 << 20, 1e-3}};
-  EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(2), "t", r); }, wide), Error);
 }
 
 }  // namespace
