@@ -42,6 +42,13 @@ Mac hmac(const Secret& secret, const char* role, const std::string& purpose, uin
 
 }  // namespace
 
+void init() {
+  // With no option, OpenSSL 3 returns at once and registers its exit handler at the first HMAC.
+  if (OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, nullptr) != 1) fail(Code::kInternal, "OpenSSL failed to start");
+}
+
+void release_thread() { OPENSSL_thread_stop(); }
+
 Secret random_secret() { return random_bytes<16>(); }
 Nonce random_nonce() { return random_bytes<16>(); }
 

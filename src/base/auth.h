@@ -41,6 +41,14 @@ struct ServerProof {
 };
 #pragma pack(pop)
 
+// Sets the crypto library up now: its exit handler, registered then, runs
+// after any exit handler registered later (the store server's, which waits
+// for its threads to be done with the library).
+void init();
+// Frees the calling thread's crypto state, before the thread ends: a thread
+// that left it to its own end raced the library's exit handler.
+void release_thread();
+
 Secret random_secret();
 Nonce random_nonce();
 std::string to_hex(const Secret& secret);

@@ -4,13 +4,12 @@
 #include "base/log.h"
 #include "bootstrap/store_protocol.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -36,19 +35,6 @@ std::mutex& registry_mutex() {
 std::vector<StoreServer*>& registry() {
   static auto* r = new std::vector<StoreServer*>();  // never destroyed: see header
   return *r;
-}
-
-// A thread that ends while the process exits races the crypto library's exit
-// handler, which frees every thread's crypto state: the two freed the same
-// memory in rank 0 about once in 450 runs under load. So the server's thread
-// never ends: it waits here until the process does, every signal blocked so
-// that signals reach the process's own threads. One idle thread a store: a
-// process starts one a job, and one at its first shrink or agreement as host.
-[[noreturn]] void stay_until_exit() {
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
-  for (;;) pause();
 }
 
 // Reads what the socket holds into `in`. True: the peer closed (or the
@@ -96,17 +82,42 @@ StoreServer* StoreServer::start(const net::SockAddr& bind_addr, const auth::Secr
 }
 
 StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound, const auth::Secret& secret) {
+  auth::init();  // the crypto library's exit handler first, so that ours runs before it
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(let_threads_finish_at_exit); });
   auto* server = new StoreServer(std::move(listener), bound, secret);
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
     registry().push_back(server);
+    server->owner_ = getpid();
   }
+  // Detached: a rank may leave by _exit or fork with its store serving, and
+  // nothing then joins the thread.
   std::thread([server] {
     server->run();
-    stay_until_exit();
+    auth::release_thread();
+    server->done_ = true;
   }).detach();
   log::info(log::kBoot, "bootstrap store listening on ", bound.to_string());
   return server;
+}
+
+// At exit, before the crypto library's exit handler (which frees every
+// thread's crypto state): a store thread that ended meanwhile freed its own
+// at the same moment, and the two freed the same memory (rank 0 aborted with
+// "double free" about once in 450 runs under load). So this process's
+// servers are stopped, and their threads waited for until done with the
+// library: at once when they had finished, within their 500 ms wait when
+// ranks still used them, and never past a second and a half.
+void StoreServer::let_threads_finish_at_exit() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  const auto ours = [](const StoreServer* s) { return s->owner_ == getpid(); };  // a forked child's are not running
+  for (StoreServer* s : registry())
+    if (ours(s)) s->stop();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  for (StoreServer* s : registry())
+    while (ours(s) && !s->done_ && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void StoreServer::run() {

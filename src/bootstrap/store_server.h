@@ -4,14 +4,18 @@
 // fails the handshake, sends a malformed frame, or stays silent during the
 // handshake is closed and logged; the other ranks are not disturbed.
 //
-// Life: the server finishes when every rank has said BYE or on stop(); its
-// thread then stays, idle, until the process ends (store_server.cc says why).
-// Servers are owned by a process-wide registry that is never destroyed, so a
-// process may exit (or fork) with a server running.
+// Life: the thread ends when every rank has said BYE or on stop(). Servers
+// are owned by a process-wide registry that is never destroyed, so a process
+// may exit (or fork) with a server running. At exit the process that started
+// them stops its servers and waits (1.5 s at most) for their threads to be
+// done with the crypto library before the library's exit handler runs
+// (let_threads_finish_at_exit).
 #pragma once
 
 #include "base/auth.h"
 #include "base/socket.h"
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -43,6 +47,7 @@ class StoreServer {
   struct Conn;  // one client's connection and its buffers (store_server.cc)
 
   StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secret& secret);
+  static void let_threads_finish_at_exit();
 
   // The serving thread, in the order it takes its steps.
   void run();
@@ -74,6 +79,8 @@ class StoreServer {
   auth::Secret secret_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> finished_{false};
+  std::atomic<bool> done_{false};  // the thread is past its last crypto call
+  pid_t owner_ = 0;                // the process that started it
 
   // Touched by the serving thread alone.
   net::Fd epoll_;
