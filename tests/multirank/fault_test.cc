@@ -4,10 +4,10 @@
 // communicators, by aborts, or on the survivors of a killed peer.
 #include "support/last_algorithm.h"
 #include "support/multirank.h"
+#include "support/proc_self.h"
 #include "support/shared_buffers.h"
 #include "support/transports.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 
@@ -27,17 +27,6 @@ namespace coll::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int entries(const char* dir) {
-  int n = 0;
-  if (DIR* d = opendir(dir)) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
-int open_fds() { return entries("/proc/self/fd") - 1; }  // less the one opendir holds
-int threads() { return entries("/proc/self/task"); }
 
 // Reads exactly `bytes` from a pipe, or gives up after 30 s (the writer failed).
 bool read_within(int fd, void* into, size_t bytes) {

@@ -9,6 +9,7 @@
 // job may be left, and each survivor ends with the descriptors it began with.
 #include "support/clock.h"
 #include "support/multirank.h"
+#include "support/proc_self.h"
 
 #include <gtest/gtest.h>
 
@@ -40,22 +41,15 @@ void die_in(int ms) {
   }).detach();
 }
 
-int open_descriptors() {
-  int n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) n += entry.path().empty() ? 0 : 1;
-  return n - 1;  // the listing's own
-}
-
 // The descriptors of stores and sockets that coll closes from its own
 // threads go within a second or two of the last destroy.
 void expect_descriptors_back(int before, int rank) {
   const auto start = Clock::now();
-  while (open_descriptors() > before && ms_since(start) < 3000)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (open_fds() > before && ms_since(start) < 3000) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::string open;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
     open += " " + entry.path().filename().string() + "->" + std::filesystem::read_symlink(entry.path()).string();
-  EXPECT_LE(open_descriptors(), before) << "rank " << rank << ": descriptors left open:" << open;
+  EXPECT_LE(open_fds(), before) << "rank " << rank << ": descriptors left open:" << open;
 }
 
 // Whether every rank of `comm` is alive: an allreduce of ones sums to its size.
@@ -202,7 +196,7 @@ TEST_P(KillAnytime, SurvivorsRecoverOrNameTheCause) {
         [&](int rank, int, const coll_unique_id_t& id) {
           if (rank == kRanks) return spare_body();
           if (rank == 0) *job = id;
-          const int descriptors = open_descriptors();
+          const int descriptors = open_fds();
           coll_comm_t comm = init_or_die(rank, kRanks, id);
           ASSERT_NE(comm, nullptr);
           ASSERT_EQ(coll_barrier(comm), COLL_SUCCESS) << last_error(comm);

@@ -7,6 +7,7 @@
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_server.h"
 #include "bootstrap/unique_id.h"
+#include "support/proc_self.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -141,12 +141,6 @@ TEST(Store, EndsWhenEveryRankSaidGoodbyeOrDied) {
   EXPECT_TRUE(server->finished());
 }
 
-size_t threads_in_this_process() {
-  size_t n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) n += entry.is_directory() ? 1 : 0;
-  return n;
-}
-
 // At exit the process stops its stores and waits for their threads to be
 // done with the crypto library before the library's exit handler runs: a
 // thread ending while that handler ran crashed rank 0 about once in 450 runs
@@ -170,13 +164,13 @@ TEST(Store, AProcessExitsCleanlyWithItsStoreServingOrJustEnded) {
         {
           StoreServer* server = nullptr;
           UniqueId id = start_store(&server);
-          const size_t serving = threads_in_this_process();  // counted here: a sanitizer adds threads of its own
+          const int serving = coll::testing::threads();  // counted here: a sanitizer adds threads of its own
           { StoreClient(id, Deadline::after_ms(5000), 0).bye(1); }
           if (i == 0) {  // the thread ends with its store
             while (!server->finished()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            for (int t = 0; t < 1000 && threads_in_this_process() == serving; ++t)
+            for (int t = 0; t < 1000 && coll::testing::threads() == serving; ++t)
               std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            if (threads_in_this_process() != serving - 1) std::exit(2);
+            if (coll::testing::threads() != serving - 1) std::exit(2);
           }
           std::exit(0);  // as the store's thread ends
         },
