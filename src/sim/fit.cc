@@ -20,16 +20,44 @@ namespace {
 constexpr int kParams = 8;
 using Point = std::array<double, kParams>;
 
-algo::LinkModel model_of(const Point& x) {
+// Each parameter is held in a box, wide but physical, so that one the runs
+// leave free (a second cache larger than every run, an alpha under the
+// noise) cannot drift to 0 or to infinity: what is written is then always a
+// tuning file that the simulator and the selector accept. Rates are boxed
+// around beta0, the largest run's seconds per byte.
+constexpr double kLargestCache = 4.0 * (1 << 30);  // a second cache, or L3s of all sockets
+
+struct Box {
+  Point lo, hi;  // logarithms
+};
+
+Box box_around(double beta0) {
+  const std::array<std::pair<double, double>, kParams> range{
+      {{1e-3, 1e4},                   // alpha_us
+       {beta0 / 1e3, beta0 * 1e2},    // beta
+       {4096, 1 << 30},               // cache_bytes
+       {beta0 / 1e3, beta0 * 1e2},    // cache_beta
+       {beta0 / 1e3, beta0 * 1e2},    // node_beta
+       {beta0 / 1e6, beta0 * 1e2},    // gamma: reductions may be nearly free
+       {1.0 / 16, 1024},              // cache2_bytes / cache_bytes - 1
+       {beta0 / 1e3, beta0 * 1e2}}};  // cache2_beta
+  Box box;
+  for (size_t k = 0; k < range.size(); ++k) box.lo[k] = std::log(range[k].first), box.hi[k] = std::log(range[k].second);
+  return box;
+}
+
+algo::LinkModel model_of(const Point& x, const Box& box) {
+  Point v;
+  for (size_t k = 0; k < v.size(); ++k) v[k] = std::exp(std::clamp(x[k], box.lo[k], box.hi[k]));
   algo::LinkModel m;
-  m.alpha_us = std::exp(x[0]);
-  m.beta_ns_per_byte = std::exp(x[1]);
-  m.cache_bytes = std::exp(x[2]);
-  m.cache_beta_ns_per_byte = std::exp(x[3]);
-  m.node_beta_ns_per_byte = std::exp(x[4]);
-  m.gamma_ns_per_byte = std::exp(x[5]);
-  m.cache2_bytes = m.cache_bytes * (1 + std::exp(x[6]));  // beyond the first, always
-  m.cache2_beta_ns_per_byte = std::exp(x[7]);
+  m.alpha_us = v[0];
+  m.beta_ns_per_byte = v[1];
+  m.cache_bytes = std::round(v[2]);
+  m.cache_beta_ns_per_byte = v[3];
+  m.node_beta_ns_per_byte = v[4];
+  m.gamma_ns_per_byte = v[5];
+  m.cache2_bytes = std::round(std::min(m.cache_bytes * (1 + v[6]), kLargestCache));  // beyond the first
+  m.cache2_beta_ns_per_byte = v[7];
   return m;
 }
 
@@ -144,6 +172,7 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
     if (r.bytes > largest->bytes) largest = &r;
   }
   const double beta0 = largest->seconds / static_cast<double>(std::max<size_t>(largest->bytes, 1)) * 1e9;
+  const Box box = box_around(beta0);
   const auto predict_all = [&](const algo::LinkModel& m) {
     std::vector<double> out;
     for (const Measured& r : runs) {
@@ -158,7 +187,7 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
     return out;
   };
   const auto error = [&](const Point& x) {
-    const std::vector<double> p = predict_all(model_of(x));
+    const std::vector<double> p = predict_all(model_of(x, box));
     double sum = 0;
     for (size_t i = 0; i < runs.size(); ++i) {
       const double e = p[i] > 0 ? std::log(p[i] / runs[i].seconds) : 10;
@@ -174,7 +203,7 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
   constexpr int kBudget = 70 * kParams;
   x = minimise(error, x, 0.7, kBudget, out.evaluations);
   x = minimise(error, x, 0.3, out.evaluations + kBudget, out.evaluations);
-  out.link = model_of(x);
+  out.link = model_of(x, box);
   out.predicted_s = predict_all(out.link);
   out.rms_log_error = std::sqrt(error(x) / static_cast<double>(runs.size()));
   return out;

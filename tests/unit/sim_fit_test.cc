@@ -76,5 +76,30 @@ TEST(Fit, BadRunsAreRefusedNamingTheLine) {
   EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(2), "t", r); }, wide), Error);
 }
 
+TEST(Fit, ParametersTheRunsLeaveFreeStayPhysicalAndAreATuningFile) {
+  // Runs with one step in their rate at 4 MiB and noise of +-10% and +-20%: the
+  // second cache and beta beyond it are free, and unbounded they drifted to
+  // 22 GB and 110 ns/B, or to an overflow that collsim then refused.
+  const auto cluster_of = [](int ranks) { return parse_cluster(cpu_node(1, 8), "t", ranks); };
+  for (const double noise : {0.1, 0.2}) {
+    std::vector<Measured> runs;
+    for (auto [collective, ranks] :
+         {std::pair{algo::Collective::kAllgather, 2}, std::pair{algo::Collective::kAllreduce, 2},
+          std::pair{algo::Collective::kAllgather, 4}})
+      for (size_t bytes = 64 << 10; bytes <= (64u << 20); bytes *= 2) {
+        const double s = 2e-6 + static_cast<double>(bytes) * (bytes > (4u << 20) ? 0.2e-9 : 0.1e-9);
+        runs.push_back(Measured{collective, "ring", ranks, bytes, s * (runs.size() % 2 ? 1 + noise : 1 - noise)});
+      }
+    const double beta0 = runs.back().seconds / static_cast<double>(runs.back().bytes) * 1e9;
+    const FitResult fit = fit_node_class(cluster_of, runs);
+    SCOPED_TRACE(tuning_lines("shm", fit.link));
+    EXPECT_LE(fit.link.beta_ns_per_byte, 100 * beta0);
+    EXPECT_LE(fit.link.cache2_bytes, 4.0 * (1 << 30));
+    EXPECT_GT(fit.link.cache2_bytes, fit.link.cache_bytes);
+    const Tuning t{tuning_lines("shm", fit.link), "fitted"};
+    EXPECT_NO_THROW(parse_cluster(cpu_node(), "t", 2, &t));
+  }
+}
+
 }  // namespace
 }  // namespace coll::sim
