@@ -5,6 +5,7 @@
 #include "bootstrap/store_protocol.h"
 
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -73,7 +75,19 @@ struct StoreServer::Conn {
 };
 
 StoreServer::StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secret& secret)
-    : listener_(std::move(listener)), bound_(bound), secret_(secret) {}
+    : listener_(std::move(listener)),
+      bound_(bound),
+      secret_(secret),
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}  // without one, stop() is seen within 500 ms
+
+void StoreServer::stop() {
+  stopping_ = true;
+  std::lock_guard<std::mutex> lock(wake_mutex_);
+  const uint64_t one = 1;
+  if (wake_.valid() && ::write(wake_.get(), &one, sizeof(one)) < 0) {
+    // Full (stopped many times already) or closed: the thread is waking or gone.
+  }
+}
 
 StoreServer* StoreServer::start(const net::SockAddr& bind_addr, const auth::Secret& secret) {
   net::SockAddr bound;
@@ -93,11 +107,28 @@ StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound,
   }
   // Detached: a rank may leave by _exit or fork with its store serving, and
   // nothing then joins the thread.
-  std::thread([server] {
-    server->run();
-    auth::release_thread();
-    server->done_ = true;
-  }).detach();
+  try {
+    std::thread([server] {
+      try {
+        server->run();
+      } catch (const std::exception& e) {  // the process goes on; its ranks find the store gone
+        log::warn(log::kBoot, "bootstrap store on ", server->bound_.to_string(), " failed: ", e.what());
+        server->shut_down();
+        server->finished_ = true;
+      }
+      auth::release_thread();
+      server->done_ = true;
+    }).detach();
+  } catch (const std::system_error& e) {
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex());
+      auto& r = registry();  // else every exit would wait for a thread that never ran
+      r.erase(std::find(r.begin(), r.end(), server));
+    }
+    delete server;
+    fail(Code::kSystem, "bootstrap store: cannot start its thread (", e.what(),
+         "): the process has too many threads or too little memory");
+  }
   log::info(log::kBoot, "bootstrap store listening on ", bound.to_string());
   return server;
 }
@@ -115,24 +146,31 @@ void StoreServer::let_threads_finish_at_exit() {
   for (StoreServer* s : registry())
     if (ours(s)) s->stop();
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-  for (StoreServer* s : registry())
+  for (StoreServer* s : registry()) {
     while (ours(s) && !s->done_ && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (ours(s) && !s->done_)
+      log::warn(log::kBoot, "bootstrap store on ", s->bound_.to_string(),
+                ": its thread still runs 1.5 s into exit; the process exits without it");
+  }
 }
 
 void StoreServer::run() {
   if (!open_epoll()) {
+    shut_down();
     finished_ = true;
     return;
   }
   std::vector<epoll_event> events(64);
   // Until every rank said goodbye, or died: a dead rank must not keep the
   // store (its thread, socket and connections) alive in the survivors.
-  // The timeout bounds how late stop() and a stale handshake are noticed.
+  // The timeout bounds how late a stale handshake is noticed; stop() wakes it.
   while (!stopping_ && !every_rank_done()) {
     int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), next_wait_end_ms(500));
-    for (int i = 0; i < n; ++i) {
-      if (events[i].data.fd == listener_.get())
+    for (int i = 0; i < n && !stopping_; ++i) {
+      if (events[i].data.fd == wake_.get())
+        continue;
+      else if (events[i].data.fd == listener_.get())
         accept_connections();
       else
         serve_connection(events[i].data.fd, events[i].events);
@@ -154,6 +192,10 @@ bool StoreServer::open_epoll() {
   ev.events = EPOLLIN;
   ev.data.fd = listener_.get();
   epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_.get(), &ev);
+  if (wake_.valid()) {
+    ev.data.fd = wake_.get();
+    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
+  }
   return true;
 }
 
@@ -444,6 +486,8 @@ void StoreServer::shut_down() {
   data_.clear();
   epoll_.reset();
   listener_.reset();
+  std::lock_guard<std::mutex> lock(wake_mutex_);
+  wake_.reset();
 }
 
 }  // namespace coll::bootstrap

@@ -4,11 +4,11 @@
 // fails the handshake, sends a malformed frame, or stays silent during the
 // handshake is closed and logged; the other ranks are not disturbed.
 //
-// Life: the thread ends when every rank has said BYE or on stop(). Servers
-// are owned by a process-wide registry that is never destroyed, so a process
-// may exit (or fork) with a server running. At exit the process that started
-// them stops its servers and waits (1.5 s at most) for their threads to be
-// done with the crypto library before the library's exit handler runs
+// Life: the thread ends when every rank has said BYE or at once on stop().
+// Servers are owned by a process-wide registry that is never destroyed, so a
+// process may exit (or fork) with a server running. At exit the process that
+// started them stops its servers and waits (1.5 s at most) for their threads
+// to be done with the crypto library before the library's exit handler runs
 // (let_threads_finish_at_exit).
 #pragma once
 
@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,7 +41,8 @@ class StoreServer {
   static StoreServer* start_on(net::Fd listener, const net::SockAddr& bound, const auth::Secret& secret);
 
   const net::SockAddr& address() const { return bound_; }
-  void stop() { stopping_ = true; }
+  // Ends the serving thread at once (it wakes from its wait).
+  void stop();
   bool finished() const { return finished_; }
 
  private:
@@ -81,6 +83,8 @@ class StoreServer {
   std::atomic<bool> finished_{false};
   std::atomic<bool> done_{false};  // the thread is past its last crypto call
   pid_t owner_ = 0;                // the process that started it
+  std::mutex wake_mutex_;          // stop() writes wake_ while the thread has not closed it
+  net::Fd wake_;                   // an eventfd in the thread's epoll set
 
   // Touched by the serving thread alone.
   net::Fd epoll_;

@@ -141,11 +141,32 @@ TEST(Store, EndsWhenEveryRankSaidGoodbyeOrDied) {
   EXPECT_TRUE(server->finished());
 }
 
+// stop() wakes the serving thread: a store stopped while it waits for its
+// clients (a failed join's, or at exit) ends at once, not at its wait's
+// 500 ms end. Stopped right after it served a request, when that wait has
+// just begun.
+TEST(Store, AStoppedStoreEndsAtOnceWhileItsClientsAreConnected) {
+  for (int i = 0; i < 3; ++i) {
+    StoreServer* server = nullptr;
+    UniqueId id = start_store(&server);
+    const Deadline deadline = Deadline::after_ms(5000);
+    StoreClient rank0(id, deadline, 0);
+    rank0.set("k", "v", deadline);
+    EXPECT_EQ(rank0.get("k", deadline, "k"), "v");
+    const auto stopped = std::chrono::steady_clock::now();
+    server->stop();
+    while (!server->finished() && std::chrono::steady_clock::now() - stopped < std::chrono::seconds(5))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(server->finished());
+    EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::milliseconds(300)) << "stop " << i;
+  }
+}
+
 // At exit the process stops its stores and waits for their threads to be
 // done with the crypto library before the library's exit handler runs: a
 // thread ending while that handler ran crashed rank 0 about once in 450 runs
-// under load. The child exits with a store serving (stopped at exit, within
-// its 500 ms wait), and ten children as their store's thread ends, which
+// under load. The child exits with a store serving (stopped at exit, which
+// wakes it), and ten children as their store's thread ends, which
 // must not outlive it (a rank that makes many jobs would gather threads).
 TEST(Store, AProcessExitsCleanlyWithItsStoreServingOrJustEnded) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // this process has threads of its own
