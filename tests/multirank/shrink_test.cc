@@ -315,6 +315,30 @@ TEST(Shrink, AMemberDyingAsTheyJoinFailsItOnEverySurvivorAlike) {
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 2});
 }
 
+// The host, rank 0, dies once its new communicator is made. The members
+// agree that it is gone, and so all of them, by that agreement and not by
+// each looking at the host again, meet at rank 1 and form the three.
+TEST(Shrink, AHostDyingAsTheMembersJoinIsReplacedByAll) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        if (rank == 0) test_hooks::shrink_joined = [] { raise(SIGKILL); };
+        const auto start = Clock::now();
+        coll_comm_t survivors = nullptr;
+        ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
+        EXPECT_LT(ms_since(start), 8000.0) << "rank " << rank << ": the host's death found only by the timeout";
+        int size = -1;
+        coll_comm_size(survivors, &size);
+        EXPECT_EQ(size, 3);
+        EXPECT_EQ(sum_of_old_ranks(survivors, rank), 2 + 3 + 4);
+        coll_comm_destroy(survivors);
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 0});
+}
+
 // Survivors probe each other's standby sockets: connections that close
 // without a word. The host's store must log them as probes, at INFO, not
 // warn of a stranger ("closed before authenticating", "refused a
