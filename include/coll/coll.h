@@ -305,8 +305,7 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, col
  * host, no communicator is formed: COLL_REMOTE_ERROR on every survivor.
  * A shrink that failed because a rank died while the members joined fails
  * so on every survivor alike, and may be called again on the same
- * communicator; when that rank was the meeting's host, the survivors meet
- * at the next one instead. The old communicator must still be destroyed. */
+ * communicator. The old communicator must still be destroyed. */
 COLL_API coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n, coll_comm_t* newcomm);
 
 /* New ranks join: as NCCL's ncclCommGrow. Rank 0 of comm gets an id with

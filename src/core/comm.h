@@ -238,10 +238,7 @@ class Communicator final : private FastPathHost {
                    bootstrap::HostedId& joined);
   std::string decide_members(bootstrap::StoreClient& store, bool replacement, std::vector<bool>& out,
                              const Deadline& deadline, bootstrap::HostedId& joined);
-  // Null, with the old ranks in `gone`, when the members agreed that those
-  // died or failed as they joined.
-  std::unique_ptr<Communicator> join_members(const bootstrap::UniqueId& id, const std::string& members,
-                                             std::vector<int>& gone);
+  std::unique_ptr<Communicator> join_members(const bootstrap::UniqueId& id, const std::string& members);
   // meeting.cc: this rank's arrival at the host's store (served from here
   // when we are the host), under keys that begin with `keys`, with its
   // exclusions and what it `brought`; and the host's gathering of the

@@ -36,8 +36,6 @@
 #include "core/meeting.h"
 #include "core/test_hooks.h"
 
-#include <algorithm>
-
 namespace coll {
 
 void (*test_hooks::shrink_decided)() = nullptr;
@@ -80,13 +78,9 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
       bootstrap::HostedId id;  // its store is served here when we host
       Meeting meeting{host, lost_a_host};
       std::string members;
-      std::vector<int> gone;  // agreed by the members whose join failed
       try {
         members = meet(meeting, mine, out, Deadline::after_ms(timeout_ms_), id);
-        if (members.empty() || members[0] != kNoMembers) {
-          if (auto joined = join_members(id.id, members, gone)) return joined;
-          id.stop();
-        }
+        if (members.empty() || members[0] != kNoMembers) return join_members(id.id, members);
       } catch (const Error& e) {
         id.stop();  // a failed join: nobody will say goodbye to that store
         if (host == rank_ || e.code() != Code::kRemote || !host_gone(host)) throw;
@@ -95,15 +89,6 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
       // not know who might have gone on without us either.
       if (!members.empty() && members[0] == kNoMembers)
         fail(Code::kRemote, "comm_shrink on rank ", rank_, ": the host formed no communicator: ", members.substr(1));
-      // What the members agreed, not a look at the host now, decides: a
-      // host dying as they look would send them different ways.
-      if (!gone.empty() && std::find(gone.begin(), gone.end(), host) == gone.end())
-        fail(Code::kRemote, "comm_shrink on rank ", rank_, ": rank(s) ", meeting::join(gone),
-             " died or failed while the members joined; call coll_comm_shrink again on this communicator");
-      if (!gone.empty())
-        log::warn(log::kInit, "comm_shrink: the members agreed that rank(s) ", meeting::join(gone),
-                  " died or failed as they joined, the host (", host, ") among them: meeting at the next host");
-      for (int r : gone) out[static_cast<size_t>(r)] = true, mine.push_back(r);
       lost_a_host = lost_a_host || meeting.arrived;
     }
     out[static_cast<size_t>(host)] = true;
@@ -114,12 +99,10 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
 // Becomes this rank's place among the members the host decided on. The
 // members then agree that every one of them joined: a rank that dies as they
 // connect fails the join on every member alike (they call shrink again, or
-// meet at the next host when the host is among the gone). A barrier here
-// once let some members pass while others failed; each half then found the
-// other's communicators closed, took them for dead, and went on without
-// them.
-std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::UniqueId& id, const std::string& members,
-                                                         std::vector<int>& gone) {
+// meet at the next host when the host died). A barrier here once let some
+// members pass while others failed; each half then found the other's
+// communicators closed, took them for dead, and went on without them.
+std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::UniqueId& id, const std::string& members) {
   const std::vector<int> old_ranks = meeting::parse_ranks(members, nranks_);
   int new_rank = -1, new_size = 0;
   for (int r : old_ranks) {
@@ -136,10 +119,14 @@ std::unique_ptr<Communicator> Communicator::join_members(const bootstrap::Unique
   auto joined = std::make_unique<Communicator>(new_size, id, new_rank, "", timeout_ms_, 0, Store::kRunning,
                                                [&](int r) { return standby_gone(old_ranks[static_cast<size_t>(r)]); });
   if (test_hooks::shrink_joined != nullptr) test_hooks::shrink_joined();
-  std::vector<int> new_gone;
-  joined->agree(1, &new_gone);
-  for (int r : new_gone) gone.push_back(old_ranks[static_cast<size_t>(r)]);
-  if (!gone.empty()) return nullptr;
+  std::vector<int> gone;
+  joined->agree(1, &gone);
+  if (!gone.empty()) {
+    std::vector<int> old_gone;
+    for (int r : gone) old_gone.push_back(old_ranks[static_cast<size_t>(r)]);
+    fail(Code::kRemote, "comm_shrink on rank ", rank_, ": rank(s) ", meeting::join(old_gone),
+         " died or failed while the members joined; call coll_comm_shrink again on this communicator");
+  }
   return joined;
 }
 

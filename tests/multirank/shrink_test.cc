@@ -315,9 +315,10 @@ TEST(Shrink, AMemberDyingAsTheyJoinFailsItOnEverySurvivorAlike) {
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "20000"}}, .killed_rank = 2});
 }
 
-// The host, rank 0, dies once its new communicator is made. The members
-// agree that it is gone, and so all of them, by that agreement and not by
-// each looking at the host again, meet at rank 1 and form the three.
+// The host, rank 0, dies once its new communicator is made. The members'
+// agreement that all joined finds it gone; each then finds the host gone
+// and all of them meet at rank 1 and form the three, well within the
+// timeout.
 TEST(Shrink, AHostDyingAsTheMembersJoinIsReplacedByAll) {
   run_ranks(
       4,
