@@ -82,6 +82,10 @@ StoreServer::StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secr
 
 void StoreServer::stop() {
   stopping_ = true;
+  // A forked child's copy serves nothing: waking would spin its parent's
+  // thread on the eventfd they share (and the lock may be held by a thread
+  // that the fork left behind).
+  if (owner_ != getpid()) return;
   std::lock_guard<std::mutex> lock(wake_mutex_);
   const uint64_t one = 1;
   if (wake_.valid() && ::write(wake_.get(), &one, sizeof(one)) < 0) {
@@ -119,7 +123,7 @@ StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound,
       auth::release_thread();
       server->done_ = true;
     }).detach();
-  } catch (const std::system_error& e) {
+  } catch (const std::exception& e) {  // std::system_error, or std::bad_alloc for its state
     {
       std::lock_guard<std::mutex> lock(registry_mutex());
       auto& r = registry();  // else every exit would wait for a thread that never ran
@@ -168,12 +172,15 @@ void StoreServer::run() {
   while (!stopping_ && !every_rank_done()) {
     int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), next_wait_end_ms(500));
     for (int i = 0; i < n && !stopping_; ++i) {
-      if (events[i].data.fd == wake_.get())
-        continue;
-      else if (events[i].data.fd == listener_.get())
+      const int fd = events[i].data.fd;
+      if (fd == wake_.get()) {
+        uint64_t count = 0;  // drained (stopping_ ends the loop); nothing to do if it fails
+        if (::read(fd, &count, sizeof(count)) < 0) count = 0;
+      } else if (fd == listener_.get()) {
         accept_connections();
-      else
-        serve_connection(events[i].data.fd, events[i].events);
+      } else {
+        serve_connection(fd, events[i].events);
+      }
     }
     end_waits();
     drop_silent_strangers();

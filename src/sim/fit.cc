@@ -133,7 +133,9 @@ std::vector<Measured> parse_measured(const std::string& text, const std::string&
     Measured m;
     double us = 0;
     const std::string where = origin + ":" + std::to_string(number);
-    if (!(fields >> collective >> m.algorithm >> m.ranks >> m.bytes >> us) || m.ranks < 1 || us <= 0)
+    // (Seconds that round to 0 or to infinity are refused too: the fit's scale comes from them.)
+    if (!(fields >> collective >> m.algorithm >> m.ranks >> m.bytes >> us) || m.ranks < 1 || !(us * 1e-6 > 0) ||
+        !std::isfinite(us))
       fail(Code::kInvalidArgument, where, ": expected 'collective algorithm ranks bytes microseconds', got '", line,
            "'");
     const std::optional<algo::Collective> c = algo::collective_named(collective);
@@ -172,6 +174,9 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
     if (r.bytes > largest->bytes) largest = &r;
   }
   const double beta0 = largest->seconds / static_cast<double>(std::max<size_t>(largest->bytes, 1)) * 1e9;
+  if (!(beta0 > 0) || !std::isfinite(beta0))
+    fail(Code::kInvalidArgument, "fit: the largest run (", largest->bytes, " bytes) took ", largest->seconds,
+         " s; a time above 0 is needed");
   const Box box = box_around(beta0);
   const auto predict_all = [&](const algo::LinkModel& m) {
     std::vector<double> out;
@@ -201,8 +206,14 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
           std::log(beta0 / 2), std::log(0.01),  std::log(63.0),    std::log(beta0 / 1.5)};
   // Twice: a restart from the first minimum gets out of a collapsed simplex.
   constexpr int kBudget = 70 * kParams;
-  x = minimise(error, x, 0.7, kBudget, out.evaluations);
-  x = minimise(error, x, 0.3, out.evaluations + kBudget, out.evaluations);
+  // Each from within the box: outside it the error is flat, and a coordinate
+  // left far beyond a bound would never come back.
+  const auto into_box = [&](Point p) {
+    for (size_t k = 0; k < p.size(); ++k) p[k] = std::clamp(p[k], box.lo[k], box.hi[k]);
+    return p;
+  };
+  x = into_box(minimise(error, into_box(x), 0.7, kBudget, out.evaluations));
+  x = into_box(minimise(error, x, 0.3, out.evaluations + kBudget, out.evaluations));
   out.link = model_of(x, box);
   out.predicted_s = predict_all(out.link);
   out.rms_log_error = std::sqrt(error(x) / static_cast<double>(runs.size()));

@@ -70,7 +70,12 @@ TEST(Fit, BadRunsAreRefusedNamingTheLine) {
   EXPECT_NE(error_of("\nallgatherv ring 2 65536 3\n").find("runs.txt:2: unknown collective 'allgatherv'"),
             std::string::npos);
   EXPECT_NE(error_of("allgather tree 2 65536 3\n").find("allgather has no algorithm 'tree'"), std::string::npos);
+  EXPECT_NE(error_of("allgather ring 2 65536 1e-320\n").find("runs.txt:1: expected"), std::string::npos);
+  EXPECT_NE(error_of("allgather ring 2 65536 inf\n").find("runs.txt:1: expected"), std::string::npos);
   EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(), "t", r); }, {}), Error);
+  EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(), "t", r); },
+                              {Measured{algo::Collective::kAllgather, "ring", 2, 1 << 20, 0}}),
+               Error);
   // Ranks over two nodes, or a node without memory, cannot be fitted as one node's class.
   std::vector<Measured> wide{Measured{algo::Collective::kAllgather, "ring", 8, 1 << 20, 1e-3}};
   EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(2), "t", r); }, wide), Error);

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -160,6 +162,36 @@ TEST(Store, AStoppedStoreEndsAtOnceWhileItsClientsAreConnected) {
     EXPECT_TRUE(server->finished());
     EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::milliseconds(300)) << "stop " << i;
   }
+}
+
+// A forked child that stops the store it inherited (a communicator
+// destroyed in the child) stops nothing of its parent's: the parent's store
+// still serves, and its thread does not spin on the wake-up they share.
+TEST(Store, AForkedChildStoppingItsCopyLeavesTheParentsStoreServing) {
+  StoreServer* server = nullptr;
+  UniqueId id = start_store(&server);
+  const Deadline deadline = Deadline::after_ms(5000);
+  StoreClient rank0(id, deadline, 0);
+  rank0.set("k", "v", deadline);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    server->stop();
+    _exit(0);
+  }
+  int status = -1;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  const auto cpu_ms = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0;
+  };
+  const double before = cpu_ms();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(cpu_ms() - before, 150.0) << "the parent's store thread spins";
+  EXPECT_FALSE(server->finished());
+  EXPECT_EQ(rank0.get("k", deadline, "k"), "v");
+  server->stop();
 }
 
 // At exit the process stops its stores and waits for their threads to be
