@@ -25,6 +25,11 @@ if [ "$probe" -eq 77 ]; then
 fi
 [ "$probe" -eq 0 ] || fail "emulate-cluster.sh -k 1 -- true exited $probe"
 
+echo "== a node's link holds its rate at every moment: a peak rate 5% above it"
+qdisc=$("$emulate" -k 1 -r 1gbit -- sh -c 'n=${COLL_NETNS_NODES%%:*}; ip netns exec $n tc qdisc show dev eth0' 2>&1) ||
+  fail "tc qdisc show: $qdisc"
+grep -q "tbf .* rate 1Gbit .* peakrate 1050Mbit" <<<"$qdisc" || fail "no peak rate on the link: $qdisc"
+
 echo "== collrun --nodes 2, interleaved, 1 Gbit/s links: every collective exact"
 for setting in "" "COLL_TOPO_AWARE=0 COLL_ALGO=ring" "COLL_ALGO=ring" "COLL_ALGO=tree" "COLL_ALGO=hierarchical"; do
   out=$(env $setting "$emulate" -k 2 -r 1gbit -- "$collrun" --nodes 2 --placement cyclic -n 4 \
