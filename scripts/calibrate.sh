@@ -114,7 +114,7 @@ measure "$transport" 2 allgather > "$tmp/tcp.ag2"
 measure "$transport" 2 allreduce > "$tmp/tcp.ar2"
 # From 1 MiB, where the rate is the link's: fitted from 64 KiB between
 # emulated nodes, beta came out faster than the 1 Gbit/s link itself (7.80
-# ns/B for its 8.0) and the large sizes 8-14% slower than predicted. Alpha is
+# ns/B for its 8.0) and every size from 1 MiB 6-14% slower than predicted. Alpha is
 # at least shm's: a message to another node costs its sender what one
 # inside does.
 read -r alpha beta < <(line "$tmp/tcp.ag2" 1048576)

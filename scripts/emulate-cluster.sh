@@ -71,6 +71,25 @@ if [[ $rate =~ ^([0-9]+([.][0-9]+)?)([A-Za-z]*)$ ]]; then
   peak="peakrate $(awk -v r="${BASH_REMATCH[1]}" 'BEGIN {printf "%g", r * 1.05}')${BASH_REMATCH[3]} mtu 64kb"
 fi
 
+peak_said=0
+# shape NS DEV WHERE...: the rate on DEV (WHERE: root, or parent 1: handle 2:),
+# with its peak rate where tc takes one; otherwise said, and without.
+shape() {
+  local ns=$1 dev=$2
+  shift 2
+  # shellcheck disable=SC2086  # $peak: several words, or none
+  if [ -n "$peak" ] && ip netns exec "$ns" tc qdisc add dev "$dev" "$@" tbf rate "$rate" burst 256kb latency 100ms \
+    $peak 2> /dev/null; then
+    return
+  fi
+  if [ "$peak_said" = 0 ]; then
+    echo "emulate-cluster: -r $rate: no peak rate that tc takes (rates such as 1gbit have one); after an" \
+      "idle moment the links may run faster than their rate" >&2
+    peak_said=1
+  fi
+  ip netns exec "$ns" tc qdisc add dev "$dev" "$@" tbf rate "$rate" burst 256kb latency 100ms
+}
+
 limit() {  # limit NS DEV: the rate (tbf) and delay (netem) on DEV's egress
   local ns=$1 dev=$2
   if [ -n "$delay" ]; then
@@ -78,13 +97,9 @@ limit() {  # limit NS DEV: the rate (tbf) and delay (netem) on DEV's egress
       echo "emulate-cluster: -d $delay needs tc netem (the sch_netem kernel module), which is not available here" >&2
       exit 1
     fi
-    if [ "$rate" != none ]; then
-      # shellcheck disable=SC2086  # $peak: several words, or none
-      ip netns exec "$ns" tc qdisc add dev "$dev" parent 1: handle 2: tbf rate "$rate" burst 256kb latency 100ms $peak
-    fi
+    if [ "$rate" != none ]; then shape "$ns" "$dev" parent 1: handle 2:; fi
   elif [ "$rate" != none ]; then
-    # shellcheck disable=SC2086
-    ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst 256kb latency 100ms $peak
+    shape "$ns" "$dev" root
   fi
 }
 

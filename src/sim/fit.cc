@@ -164,6 +164,9 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
   std::map<int, Cluster> clusters;
   const Measured* largest = &runs.front();  // its seconds per byte: where beta starts
   for (const Measured& r : runs) {
+    if (!(r.seconds > 0) || !std::isfinite(r.seconds))
+      fail(Code::kInvalidArgument, "fit: a run of ", r.bytes, " bytes took ", r.seconds,
+           " s; a time above 0 is needed");
     if (!clusters.count(r.ranks)) {
       Cluster c = cluster_of(r.ranks);
       if (c.fabric.nranks() != r.ranks || c.fabric.place(0).memory < 0 ||
@@ -174,7 +177,7 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
     if (r.bytes > largest->bytes) largest = &r;
   }
   const double beta0 = largest->seconds / static_cast<double>(std::max<size_t>(largest->bytes, 1)) * 1e9;
-  if (!(beta0 > 0) || !std::isfinite(beta0))
+  if (!(beta0 > 0) || !std::isfinite(beta0))  // a time too small for its bytes
     fail(Code::kInvalidArgument, "fit: the largest run (", largest->bytes, " bytes) took ", largest->seconds,
          " s; a time above 0 is needed");
   const Box box = box_around(beta0);

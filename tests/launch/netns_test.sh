@@ -29,6 +29,10 @@ echo "== a node's link holds its rate at every moment: a peak rate 5% above it"
 qdisc=$("$emulate" -k 1 -r 1gbit -- sh -c 'n=${COLL_NETNS_NODES%%:*}; ip netns exec $n tc qdisc show dev eth0' 2>&1) ||
   fail "tc qdisc show: $qdisc"
 grep -q "tbf .* rate 1Gbit .* peakrate 1050Mbit" <<<"$qdisc" || fail "no peak rate on the link: $qdisc"
+# A rate tc takes without a peak rate (a share of the interface's speed) still limits, and says so.
+qdisc=$("$emulate" -k 1 -r 10% -- sh -c 'n=${COLL_NETNS_NODES%%:*}; ip netns exec $n tc qdisc show dev eth0' 2>&1) ||
+  fail "-r 10%: $qdisc"
+grep -q "no peak rate that tc takes" <<<"$qdisc" && grep -q "^qdisc tbf .* rate " <<<"$qdisc" || fail "-r 10%: $qdisc"
 
 echo "== collrun --nodes 2, interleaved, 1 Gbit/s links: every collective exact"
 for setting in "" "COLL_TOPO_AWARE=0 COLL_ALGO=ring" "COLL_ALGO=ring" "COLL_ALGO=tree" "COLL_ALGO=hierarchical"; do

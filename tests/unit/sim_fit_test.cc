@@ -76,6 +76,10 @@ TEST(Fit, BadRunsAreRefusedNamingTheLine) {
   EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(), "t", r); },
                               {Measured{algo::Collective::kAllgather, "ring", 2, 1 << 20, 0}}),
                Error);
+  EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(), "t", r); },
+                              {Measured{algo::Collective::kAllgather, "ring", 2, 1 << 20, 1e-3},
+                               Measured{algo::Collective::kAllgather, "ring", 2, 1 << 10, -1}}),
+               Error);
   // Ranks over two nodes, or a node without memory, cannot be fitted as one node's class.
   std::vector<Measured> wide{Measured{algo::Collective::kAllgather, "ring", 8, 1 << 20, 1e-3}};
   EXPECT_THROW(fit_node_class([](int r) { return parse_cluster(cpu_node(2), "t", r); }, wide), Error);
