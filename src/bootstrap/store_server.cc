@@ -12,10 +12,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -141,9 +141,9 @@ StoreServer* StoreServer::start_on(net::Fd listener, const net::SockAddr& bound,
 // thread's crypto state): a store thread that ended meanwhile freed its own
 // at the same moment, and the two freed the same memory (rank 0 aborted with
 // "double free" about once in 450 runs under load). So this process's
-// servers are stopped, and their threads waited for until done with the
-// library: at once when they had finished, within their 500 ms wait when
-// ranks still used them, and never past a second and a half.
+// servers are stopped (which wakes a serving thread at once), and their
+// threads waited for until done with the library, never past a second and a
+// half.
 void StoreServer::let_threads_finish_at_exit() {
   std::lock_guard<std::mutex> lock(registry_mutex());
   const auto ours = [](const StoreServer* s) { return s->owner_ == getpid(); };  // a forked child's are not running

@@ -46,9 +46,14 @@ Box box_around(double beta0) {
   return box;
 }
 
+Point inside(Point x, const Box& box) {
+  for (size_t k = 0; k < x.size(); ++k) x[k] = std::clamp(x[k], box.lo[k], box.hi[k]);
+  return x;
+}
+
 algo::LinkModel model_of(const Point& x, const Box& box) {
-  Point v;
-  for (size_t k = 0; k < v.size(); ++k) v[k] = std::exp(std::clamp(x[k], box.lo[k], box.hi[k]));
+  Point v = inside(x, box);
+  for (double& p : v) p = std::exp(p);
   algo::LinkModel m;
   m.alpha_us = v[0];
   m.beta_ns_per_byte = v[1];
@@ -211,12 +216,8 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
   constexpr int kBudget = 70 * kParams;
   // Each from within the box: outside it the error is flat, and a coordinate
   // left far beyond a bound would never come back.
-  const auto into_box = [&](Point p) {
-    for (size_t k = 0; k < p.size(); ++k) p[k] = std::clamp(p[k], box.lo[k], box.hi[k]);
-    return p;
-  };
-  x = into_box(minimise(error, into_box(x), 0.7, kBudget, out.evaluations));
-  x = into_box(minimise(error, x, 0.3, out.evaluations + kBudget, out.evaluations));
+  x = inside(minimise(error, inside(x, box), 0.7, kBudget, out.evaluations), box);
+  x = inside(minimise(error, x, 0.3, out.evaluations + kBudget, out.evaluations), box);
   out.link = model_of(x, box);
   out.predicted_s = predict_all(out.link);
   out.rms_log_error = std::sqrt(error(x) / static_cast<double>(runs.size()));
