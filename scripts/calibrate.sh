@@ -55,7 +55,9 @@ iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
 # tests check them).
 measure() {
   local transport=$1 n=$2 collective=$3
-  local -a launch=("$build/tools/collrun" -n "$n")
+  # Each rank on a core of its own, or sharing in turn (rank r on core r mod C), as the fit's model has them:
+  # left to the kernel, ranks that share cores land differently from run to run, and run at other speeds.
+  local -a launch=("$build/tools/collrun" --bind-to core -n "$n")
   if [ "$transport" = tcp-emulated ] || [ "$transport" = tcp-emulated-shared ]; then
     launch=(scripts/emulate-cluster.sh -k 2 -r "$emulated" -- "$build/tools/collrun" --nodes 2 -n "$n")
     # Ranks alternating over the nodes in a ring in launcher order: every message crosses, and each

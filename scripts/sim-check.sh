@@ -3,25 +3,31 @@
 # allreduce algorithm on 2, 4 and 8 ranks over shared memory, 64 KiB to 64
 # MiB, with the link parameters of a tuning file (scripts/calibrate.sh).
 # Writes OUT/check.csv (where, ranks, algorithm, bytes, predicted and
-# measured microseconds, error) and prints the table and how many predictions fall
-# within 20% (docs/SIMULATION.md, "Calibration"). Each measurement is the
+# measured microseconds, error; with -r again_us, again_error) and prints
+# the table and how many predictions fall within 20% (docs/SIMULATION.md,
+# "Calibration"). Each measurement is the
 # fastest of 3 runs (CALIBRATE_ROUNDS) of 40 iterations (CALIBRATE_ITERS), as
-# in the calibration (scripts/perf-best.sh says why).
+# in the calibration (scripts/perf-best.sh says why), with the ranks bound to
+# the cores as the model places them (collrun --bind-to core; the emulated
+# nodes' ranks are not bound).
 #
-#   scripts/sim-check.sh [-t TUNING] [-n "2 4 8"] [-a "ring tree ..."] [-o OUT] [-e RATE]
+#   scripts/sim-check.sh [-t TUNING] [-n "2 4 8"] [-a "ring tree ..."] [-o OUT] [-e RATE] [-r]
 #     -t TUNING   the tuning file (default: calibrate first, into OUT/tuning.txt)
 #     -e RATE     also 2 emulated nodes of 2 ranks at RATE (examples/clusters/
 #                 emulated_2x2.json; a tuning file from calibrate.sh -e RATE)
+#     -r          measure everything again after the first sweep (columns
+#                 again_us, again_error): how often the machine agrees with
+#                 itself within 20%, what a prediction can be held to
 set -euo pipefail
 here=$PWD
 cd "$(dirname "$0")/.."
 
-tuning="" ranks="2 4 8" out=sim-check emulated=""
+tuning="" ranks="2 4 8" out=sim-check emulated="" again=0
 algos="ring tree halving_doubling recursive_doubling direct"
-while getopts "t:n:a:o:e:h" opt; do
+while getopts "t:n:a:o:e:rh" opt; do
   case $opt in
     t) tuning=$OPTARG ;; n) ranks=$OPTARG ;; a) algos=$OPTARG ;; o) out=$OPTARG ;; e) emulated=$OPTARG ;;
-    h) sed -n '2,14p' "$0"; exit 0 ;; *) exit 2 ;;
+    r) again=1 ;; h) sed -n '2,20p' "$0"; exit 0 ;; *) exit 2 ;;
   esac
 done
 # Paths as the caller gave them, from where it called.
@@ -34,40 +40,71 @@ if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
   cmake --build "$build" -j "$(nproc)" --target coll_perf collrun collsim > /dev/null
 fi
 mkdir -p "$out"
+rm -f "$out/check.csv"  # no earlier run's table left looking current if this one fails
 if [ -z "$tuning" ]; then
   tuning=$out/tuning.txt
   CALIBRATE_NO_BUILD=1 scripts/calibrate.sh -o "$tuning" ${emulated:+-e "$emulated"} > /dev/null
 fi
 iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
 
-# check WHERE RANKS ALGORITHM CLUSTER ROUNDS ITERS COMMAND...: COMMAND's sizes, measured and predicted, as rows.
-check() {
+# measure WHERE RANKS ALGORITHM CLUSTER ROUNDS ITERS COMMAND...: "where,ranks,algorithm,cluster,bytes,us" rows.
+measure() {
   local where=$1 n=$2 a=$3 cluster=$4 times=$5 it=$6
   shift 6
   scripts/perf-best.sh "$times" "$@" "$build/bench/coll_perf" -a "$a" -b 64K -e 64M -f 4 -n "$it" -w 3 -c 0 |
-    while read -r bytes measured; do
-      predicted=$("$build/tools/collsim" --cluster "$cluster" --tuning "$tuning" --ranks "$n" --algo "$a" \
-        --size "$bytes" | awk '$1 == "time" {print $2}')
-      awk -v w="$where" -v n="$n" -v a="$a" -v b="$bytes" -v p="$predicted" -v m="$measured" \
-        'BEGIN {printf "%s,%d,%s,%d,%.1f,%.1f,%+.3f\n", w, n, a, b, p, m, p / m - 1}'
-    done >> "$out/check.csv"
+    while read -r bytes us; do echo "$where,$n,$a,$cluster,$bytes,$us"; done
 }
 
-echo "where,ranks,algorithm,bytes,predicted_us,measured_us,error" > "$out/check.csv"
-for n in $ranks; do
-  for a in $algos; do
-    COLL_TRANSPORTS=shm check shm "$n" "$a" examples/clusters/cpu_node.json "$rounds" "$iters" \
-      "$build/tools/collrun" -n "$n"
+sweep() {
+  for n in $ranks; do
+    for a in $algos; do
+      COLL_TRANSPORTS=shm measure shm "$n" "$a" examples/clusters/cpu_node.json "$rounds" "$iters" \
+        "$build/tools/collrun" --bind-to core -n "$n"
+    done
   done
-done
-# 2 emulated nodes of 2 ranks: 5 iterations once (the links' rate varies little).
-if [ -n "$emulated" ]; then
-  for a in ring tree halving_doubling hierarchical; do
-    check emulated 4 "$a" examples/clusters/emulated_2x2.json 1 5 \
-      scripts/emulate-cluster.sh -k 2 -r "$emulated" -- "$build/tools/collrun" --nodes 2 -n 4
-  done
+  # 2 emulated nodes of 2 ranks: 5 iterations once (the links' rate varies little).
+  if [ -n "$emulated" ]; then
+    for a in ring tree halving_doubling hierarchical; do
+      measure emulated 4 "$a" examples/clusters/emulated_2x2.json 1 5 \
+        scripts/emulate-cluster.sh -k 2 -r "$emulated" -- "$build/tools/collrun" --nodes 2 -n 4
+    done
+  fi
+}
+
+sweep > "$out/measured.csv"
+header="where,ranks,algorithm,bytes,predicted_us,measured_us,error"
+if [ "$again" = 1 ]; then
+  sweep > "$out/again.csv"
+  # The same points in the same order, or the columns would pair unlike runs.
+  cut -d, -f1-5 "$out/measured.csv" | cmp -s - <(cut -d, -f1-5 "$out/again.csv") ||
+    { echo "sim-check: the second sweep measured other points than the first" >&2; exit 1; }
+  header+=",again_us,again_error"
 fi
-awk -F, 'NR > 1 {e = $7 < 0 ? -$7 : $7; ok += (e <= 0.2); all++
-    printf "%-8s %3d  %-18s %10d  predicted %11.1f us  measured %11.1f us  %+5.0f%%\n", $1, $2, $3, $4, $5, $6, $7 * 100}
-  END {printf "within 20%%: %d of %d\n", ok, all}' "$out/check.csv"
+again_file=$out/again.csv
+[ "$again" = 1 ] || again_file=/dev/null
+echo "$header" > "$out/check.csv"
+while IFS=, read -r where n a cluster bytes measured; do
+  predicted=$("$build/tools/collsim" --cluster "$cluster" --tuning "$tuning" --ranks "$n" --algo "$a" \
+    --size "$bytes" < /dev/null | awk '$1 == "time" {print $2}')
+  IFS=, read -r _ _ _ _ _ second <&3 || second=""
+  awk -v w="$where" -v n="$n" -v a="$a" -v b="$bytes" -v p="$predicted" -v m="$measured" -v s="$second" \
+    'BEGIN {printf "%s,%d,%s,%d,%.1f,%.1f,%+.3f", w, n, a, b, p, m, p / m - 1
+      if (s != "") printf ",%.1f,%+.3f", s, s / m - 1
+      printf "\n"}'
+done < "$out/measured.csv" 3< "$again_file" >> "$out/check.csv"
+rm -f "$out/measured.csv" "$out/again.csv"
+
+awk -F, 'function off(x) {return x < 0 ? -x : x}
+  NR > 1 {ok += (off($7) <= 0.2); all++
+    printf "%-8s %3d  %-18s %10d  predicted %11.1f us  measured %11.1f us  %+5.0f%%", $1, $2, $3, $4, $5, $6, $7 * 100
+    if (NF >= 9) {
+      again = off($9) <= 0.2; both = off($5 / $8 - 1) <= 0.2 && off($7) <= 0.2
+      same += again; held += both
+      printf "  again %11.1f us  %+5.0f%%", $8, $9 * 100
+    }
+    printf "\n"}
+  END {printf "within 20%%: %d of %d\n", ok, all
+    if (NF >= 9)
+      printf "the second sweep within 20%% of the first: %d of %d; the prediction within 20%% of both: %d\n", same, all, held}' \
+  "$out/check.csv"
 echo "sim-check: $out/check.csv" >&2

@@ -1,13 +1,20 @@
 // collrun — starts N ranks of a program on this machine.
 //
 //   collrun -n N [--spares K] [--nodes K [--placement block|cyclic]]
-//           [--tag-output] [--grace SECONDS] [--] prog [args...]
+//           [--bind-to core|none] [--tag-output] [--grace SECONDS] [--] prog [args...]
 //
 // With --nodes K, under scripts/emulate-cluster.sh, the ranks go to K
 // emulated nodes (network namespaces, COLL_NETNS_NODES): in blocks (ranks
 // 0..N/K-1 on the first) or cyclic (rank r on node r mod K, an
 // interleaved launcher). Each node is a host of its own to coll: shared
 // memory inside it, TCP between nodes.
+//
+// With --bind-to core, rank r runs on the (r mod C)-th of the C logical CPUs
+// collrun may use (emulated nodes share them too), wrapping around when
+// ranks outnumber them; spares are not bound. Where the kernel places
+// unbound ranks that share cores changes from run to run, and so does
+// their speed (docs/PERFORMANCE.md, "Ranks sharing cores"). coll's own
+// NUMA binding (COLL_BIND) keeps the CPU.
 //
 // Each rank gets the variables coll_comm_init_from_env() reads (COLL_RANK,
 // COLL_NRANKS, COLL_LOCAL_RANK, COLL_LOCAL_SIZE, COLL_ROOT_ADDR,
@@ -33,6 +40,7 @@
 #include "bootstrap/spares.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,6 +63,7 @@ struct Options {
   int nodes = 0;   // emulated nodes (--nodes); 0: this machine only
   bool cyclic = false;
   bool tag_output = false;
+  bool bind_core = false;  // --bind-to core
   double grace_s = 5.0;
   std::vector<char*> argv;
 };
@@ -68,16 +77,16 @@ int free_port() {
 }
 
 void usage(FILE* out) {
-  std::fprintf(
-      out,
-      "usage: collrun -n N [--spares K] [--nodes K [--placement block|cyclic]] [--tag-output] [--grace SECONDS]\n"
-      "               [--] prog [args...]\n"
-      "  -n, --np N        number of ranks to start on this machine\n"
-      "  --spares K        start K hot spares too, which join when a communicator grows\n"
-      "  --nodes K         spread them over K emulated nodes (under scripts/emulate-cluster.sh)\n"
-      "  --placement P     block (default: ranks 0..N/K-1 on node 0, ...) or cyclic (rank r on node r mod K)\n"
-      "  --tag-output      prefix every output line with [rank]\n"
-      "  --grace SECONDS   after a rank fails, wait this long before ending the others (5)\n");
+  std::fprintf(out,
+               "usage: collrun -n N [--spares K] [--nodes K [--placement block|cyclic]] [--bind-to core|none]\n"
+               "               [--tag-output] [--grace SECONDS] [--] prog [args...]\n"
+               "  -n, --np N        number of ranks to start on this machine\n"
+               "  --spares K        start K hot spares too, which join when a communicator grows\n"
+               "  --nodes K         spread them over K emulated nodes (under scripts/emulate-cluster.sh)\n"
+               "  --placement P     block (default: ranks 0..N/K-1 on node 0, ...) or cyclic (rank r on node r mod K)\n"
+               "  --bind-to B       core: rank r on the (r mod C)-th of the C logical CPUs allowed; none (default)\n"
+               "  --tag-output      prefix every output line with [rank]\n"
+               "  --grace SECONDS   after a rank fails, wait this long before ending the others (5)\n");
 }
 
 Options parse(int argc, char** argv) {
@@ -106,6 +115,13 @@ Options parse(int argc, char** argv) {
         std::exit(2);
       }
       o.cyclic = p == "cyclic";
+    } else if (a == "--bind-to" && i + 1 < argc) {
+      std::string b = argv[++i];
+      if (b != "core" && b != "none") {
+        std::fprintf(stderr, "collrun: --bind-to %s: core or none\n", b.c_str());
+        std::exit(2);
+      }
+      o.bind_core = b == "core";
     } else if (a == "--tag-output") {
       o.tag_output = true;
     } else if (a == "--grace" && i + 1 < argc) {
@@ -132,6 +148,21 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   return o;
+}
+
+// The CPUs this process may use, in order: --bind-to core's cores. Exits
+// (2) where they cannot be read, before any rank starts.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    std::fprintf(stderr, "collrun: --bind-to core: cannot read the CPUs allowed (sched_getaffinity: %s)\n",
+                 std::strerror(errno));
+    std::exit(2);
+  }
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
 }
 
 volatile sig_atomic_t g_signal = 0;
@@ -179,6 +210,7 @@ void drain(int rank, Rank& r, bool final) {
 
 int main(int argc, char** argv) {
   Options opt = parse(argc, argv);
+  const std::vector<int> cpus = opt.bind_core ? allowed_cpus() : std::vector<int>{};
   // Emulated nodes: which node each rank goes to, and its rank among them.
   std::vector<coll::bootstrap::EmulatedNode> nodes;
   std::vector<int> node_of(static_cast<size_t>(opt.nranks), 0), local_rank(static_cast<size_t>(opt.nranks), 0);
@@ -297,6 +329,17 @@ int main(int argc, char** argv) {
       setenv("LOCAL_WORLD_SIZE", std::to_string(local_size[static_cast<size_t>(node)]).c_str(), 1);
       setenv("MASTER_ADDR", master_addr.c_str(), 1);
       setenv("MASTER_PORT", master_port.c_str(), 1);
+      if (!cpus.empty()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        const int cpu = cpus[static_cast<size_t>(r) % cpus.size()];
+        CPU_SET(cpu, &one);
+        if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+          std::fprintf(stderr, "collrun: rank %d: --bind-to core: cannot bind to CPU %d: %s\n", r, cpu,
+                       std::strerror(errno));
+          _exit(127);
+        }
+      }
       if (!nodes.empty()) {
         try {
           coll::bootstrap::enter_emulated_node(nodes[static_cast<size_t>(node)]);

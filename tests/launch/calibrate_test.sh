@@ -47,6 +47,18 @@ grep -q "allreduce of ~1048576 bytes on 2 ranks (shm): .* (cost model)" "$tmp/pe
 COLL_TRANSPORTS=shm COLL_TUNING_FILE=$tmp/tuning.txt "$build/tools/collrun" -n 2 "$build/bench/coll_perf" -b 1M -e 1M \
   -n 2 -w 1 > "$tmp/perf" 2>&1 || fail "COLL_TRANSPORTS=shm with the tuning file: $(cat "$tmp/perf")"
 
+echo "== sim-check: each size predicted beside its measurement, twice with -r"
+CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build CALIBRATE_ITERS=2 CALIBRATE_ROUNDS=1 \
+  scripts/sim-check.sh -n 2 -a ring -r -t "$tmp/tuning.txt" -o "$tmp/check" > "$tmp/out" 2> "$tmp/err" ||
+  fail "sim-check: $(cat "$tmp/err")"
+[ "$(head -1 "$tmp/check/check.csv")" = "where,ranks,algorithm,bytes,predicted_us,measured_us,error,again_us,again_error" ] ||
+  fail "sim-check's header: $(head -1 "$tmp/check/check.csv")"
+# 64 KiB to 64 MiB by 4: six sizes, each with two positive times beside its prediction.
+[ "$(grep -cE '^shm,2,ring,[0-9]+,[0-9.]+,[0-9.]+,[-+][0-9.]+,[0-9.]+,[-+][0-9.]+$' "$tmp/check/check.csv")" -eq 6 ] ||
+  fail "sim-check's rows: $(cat "$tmp/check/check.csv")"
+grep -qE "^within 20%: [0-6] of 6$" "$tmp/out" && grep -qE "^the second sweep within 20% of the first: [0-6] of 6;" "$tmp/out" ||
+  fail "sim-check's summary: $(tail -3 "$tmp/out")"
+
 echo "== errors name the file and line"
 printf 'allgather ring 2 65536\n' > "$tmp/bad.runs"
 if err=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --fit "$tmp/bad.runs" 2>&1); then

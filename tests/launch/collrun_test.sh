@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# collrun: variables, exit codes, --tag-output, and ending the other ranks
+# collrun: variables, exit codes, --tag-output, --bind-to, and ending the other ranks
 # when one fails, so nothing is left running.
 set -euo pipefail
 collrun=$1
@@ -53,9 +53,29 @@ elapsed=$(( $(date +%s) - start ))
 sleep 0.5
 if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
 
+echo "== --bind-to core: rank r on the (r mod C)-th of the C CPUs allowed"
+cpus_of='import os; print(*sorted(os.sched_getaffinity(0)))'
+read -ra allowed <<<"$(/usr/bin/python3 -c "$cpus_of")"
+if [ "${#allowed[@]}" -lt 2 ]; then
+  echo "(one CPU: binding cannot be told from none; skipped)"
+else
+  # Two CPUs, the first and last allowed (a gap between them where there are more): three ranks wrap around.
+  first=${allowed[0]} last=${allowed[${#allowed[@]} - 1]}
+  out=$(taskset -c "$first,$last" "$collrun" -n 3 --bind-to core --tag-output -- /usr/bin/python3 -c "$cpus_of")
+  for want in "[0] $first" "[1] $last" "[2] $first"; do
+    grep -qxF "$want" <<<"$out" || fail "under taskset -c $first,$last, expected '$want' in: $out"
+  done
+  out=$(taskset -c "$first,$last" "$collrun" -n 2 --tag-output -- /usr/bin/python3 -c "$cpus_of")
+  grep -qxF "[1] $first $last" <<<"$out" || fail "without --bind-to, rank 1 should keep both CPUs: $out"
+fi
+
 echo "== usage errors"
 set +e
 "$collrun" -n 0 true 2>/dev/null; rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "-n 0 should be a usage error (2), got $rc"
+set +e
+err=$("$collrun" -n 2 --bind-to socket true 2>&1); rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -qF -- "--bind-to socket: core or none" <<<"$err" || fail "--bind-to socket: $rc $err"
 echo "collrun_test: all passed"
