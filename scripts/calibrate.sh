@@ -11,12 +11,16 @@
 #     -e RATE   tcp measured between two emulated nodes with links of RATE
 #               (scripts/emulate-cluster.sh, root), not over loopback
 #
-# Sizes S of 64 KiB to 64 MiB, ring algorithms:
-#   shm   2-rank allgather and allreduce and RANKS-rank allgather, given to
-#         collsim --fit: the parameters with which the simulator reproduces
-#         them best (alpha, beta, two caches' bytes and beta, the node's
-#         memory, gamma; docs/SIMULATION.md, "Calibration"), with the
-#         ranks on this machine's cores (shm.cores, the cores online)
+# Sizes S of 64 KiB to 64 MiB, ring algorithms unless named:
+#   shm   2-rank allgather and allreduce, RANKS-rank allgather, RANKS-rank
+#         halving-doubling allreduce (messages between ranks of one core,
+#         where the ranks outnumber the cores) and 2-rank direct allreduce
+#         (local copies), given to collsim
+#         --fit: the parameters with which the simulator reproduces them
+#         best (alpha, beta, two caches' bytes and beta, the node's memory,
+#         gamma, the weights of local copies, of reductions and of reads
+#         within a core; docs/SIMULATION.md, "Calibration"), with the ranks
+#         on this machine's cores (shm.cores, the cores online)
 #   tcp   2-rank allgather from 1 MiB, t = alpha + (S/2) beta by least
 #         squares on the relative error (alpha at least shm's); gamma from
 #         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma; with -e
@@ -31,7 +35,7 @@ out=tuning.txt ranks=8 emulated=""
 while getopts "o:n:e:h" opt; do
   case $opt in
     o) out=$OPTARG ;; n) ranks=$OPTARG ;; e) emulated=$OPTARG ;;
-    h) sed -n "2,24p" "$0"; exit 0 ;; *) exit 2 ;;
+    h) sed -n "2,29p" "$0"; exit 0 ;; *) exit 2 ;;
   esac
 done
 # Paths as the caller gave them, from where it called.
@@ -50,11 +54,11 @@ if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
 fi
 iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
 
-# measure TRANSPORT RANKS COLLECTIVE: "bytes time_us" lines, each size's
-# fastest over $rounds runs (scripts/perf-best.sh), results unchecked (the
-# tests check them).
+# measure TRANSPORT RANKS COLLECTIVE [ALGORITHM]: "bytes time_us" lines, each
+# size's fastest over $rounds runs (scripts/perf-best.sh), results unchecked
+# (the tests check them).
 measure() {
-  local transport=$1 n=$2 collective=$3
+  local transport=$1 n=$2 collective=$3 algorithm=${4:-ring}
   # Each rank on a core of its own, or sharing in turn (rank r on core r mod C), as the fit's model has them:
   # left to the kernel, ranks that share cores land differently from run to run, and run at other speeds.
   local -a launch=("$build/tools/collrun" --bind-to core -n "$n")
@@ -72,7 +76,7 @@ measure() {
   [ "${launch[0]}" = scripts/emulate-cluster.sh ] && sweep=(-f 4 -n 5 -w 1) times=1 &&
     [ "$collective" = allgather ] && [ "$n" -gt 2 ] && sweep=(-b 4M -f 4 -n 3 -w 1)
   COLL_TRANSPORTS=$transport scripts/perf-best.sh "$times" "${launch[@]}" "$build/bench/coll_perf" \
-    -C "$collective" -a ring -b 64K -e 64M "${sweep[@]}" -c 0
+    -C "$collective" -a "$algorithm" -b 64K -e 64M "${sweep[@]}" -c 0
 }
 
 # line FILE MIN: weighted least squares (weight 1/t^2, so that each point's
@@ -90,16 +94,19 @@ tmp=$(mktemp -d)
 trap '[ -n "${CALIBRATE_KEEP:-}" ] && cp -r "$tmp" "$CALIBRATE_KEEP"; rm -rf "$tmp"' EXIT
 {
   echo "# coll link parameters, fitted by scripts/calibrate.sh on $(hostname) ($(nproc) cores), $(date -u +%F)"
-  echo "# from coll_perf, ring, float32 sum, 64 KiB .. 64 MiB, $iters iterations a size, the fastest of $rounds runs"
+  echo "# from coll_perf, float32 sum, 64 KiB .. 64 MiB, $iters iterations a size, the fastest of $rounds runs"
   if [ -n "$emulated" ]; then where="between 2 emulated nodes at $emulated"; else where="over loopback"; fi
   echo "# transports: shm over this node; tcp $where"
 } > "$tmp/out"
 # shm: the simulator fits its node class to runs on this node (collsim --fit).
-echo "calibrate: shm: 2-rank allgather and allreduce, $ranks-rank allgather" >&2
+echo "calibrate: shm: 2-rank allgather and allreduce, $ranks-rank allgather and halving-doubling," \
+  "2-rank direct allreduce" >&2
 {
   measure shm 2 allgather | sed 's/^/allgather ring 2 /'
   measure shm 2 allreduce | sed 's/^/allreduce ring 2 /'
   measure shm "$ranks" allgather | sed "s/^/allgather ring $ranks /"
+  measure shm "$ranks" allreduce halving_doubling | sed "s/^/allreduce halving_doubling $ranks /"
+  measure shm 2 allreduce direct | sed 's/^/allreduce direct 2 /'
 } > "$out.runs"
 # The ranks share this machine's cores (8 ranks on 2 take turns): given, not fitted.
 echo "shm.cores = $(getconf _NPROCESSORS_ONLN)" > "$tmp/cores"  # as the shm transport counts them

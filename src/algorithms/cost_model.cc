@@ -62,13 +62,17 @@ void CostModel::apply(const std::string& text, const std::string& origin, const 
                     : param == "cache2_bytes"            ? &link->cache2_bytes
                     : param == "cache2_beta_ns_per_byte" ? &link->cache2_beta_ns_per_byte
                     : param == "cores"                   ? &link->cores
+                    : param == "local_weight"            ? &link->local_weight
+                    : param == "reduce_weight"           ? &link->reduce_weight
+                    : param == "same_core_read_weight"   ? &link->same_core_read_weight
                     : param == "gamma_ns_per_byte"       ? &link->gamma_ns_per_byte
                     : param == "chunk_bytes"             ? &link->chunk_bytes
                                                          : nullptr;
     if (field == nullptr)
       fail(Code::kInvalidArgument, origin, ":", number, ": unknown parameter '", key, "' (classes ", class_names(),
            "; parameters alpha_us, beta_ns_per_byte, node_beta_ns_per_byte, cache_bytes, cache_beta_ns_per_byte, ",
-           "cache2_bytes, cache2_beta_ns_per_byte, cores, gamma_ns_per_byte, chunk_bytes)");
+           "cache2_bytes, cache2_beta_ns_per_byte, cores, local_weight, reduce_weight, same_core_read_weight, ",
+           "gamma_ns_per_byte, chunk_bytes)");
     if (value < 0) fail(Code::kInvalidArgument, origin, ":", number, ": '", key, "' must not be negative");
     if (field == &link->chunk_bytes && (value < 64 || value > double(1 << 30)))
       fail(Code::kInvalidArgument, origin, ":", number, ": '", key, "' must be between 64 and 1G");

@@ -39,6 +39,13 @@ struct LinkModel {
   // each core copying for all of its ranks; 0: a core each. Only the
   // simulator reads it.
   double cores = 0;
+  // What CPU ranks' copies weigh on a core and the node's memory, against a
+  // message's bytes crossing them once (sim::Costs; only the simulator reads
+  // them): a local copy or reduction; a reduction beyond a copy; the read of
+  // a message between two ranks of one core, from that core's own cache.
+  double local_weight = 1;
+  double reduce_weight = 1;
+  double same_core_read_weight = 1;
 
   // The parameters for a collective whose buffers (buffer_bytes) hold
   // `bytes` on each of `per_node` ranks of a node: min(1, cache_bytes /

@@ -33,7 +33,7 @@ class Run {
       : sym_(sym),
         p_(schedules, sym_),
         fabric_(fabric),
-        paths_(fabric, sym_),
+        paths_(fabric, sym_, costs),
         costs_(costs),
         timeline_(timeline),
         progress_(progress) {
@@ -108,7 +108,7 @@ class Run {
       case OpKind::kReduce:
       case OpKind::kDivide: {
         // On CPU ranks the bytes pass through the rank's core and its node's memory, shared with its messages.
-        const Path& local = paths_.of(p_.unit_of[id], Paths::kLocal);
+        const Path& local = paths_.of(p_.unit_of[id], Paths::kLocal, s.kind == OpKind::kReduce);
         if (s.bytes > 0 && !local.hops.empty()) {
           flows_.push_back(Flow{id, &local, bytes, 0, true});
           for (const Hop& h : local.hops) carried_[static_cast<size_t>(h.link)] += bytes * h.weight;
@@ -198,7 +198,10 @@ class Run {
   bool leave(Channel& c, size_t send) {
     for (;;) {
       const algo::Step& s = *p_.step[send];
-      const Path* path = &paths_.of(p_.unit_of[send], s.peer);
+      // (A second send to alike ranks has no partner: a broadcast's, which no receiver reduces.)
+      const size_t receive = p_.partner[send];
+      const bool reducing = receive != SIZE_MAX && p_.step[receive]->kind == OpKind::kRecvReduce;
+      const Path* path = &paths_.of(p_.unit_of[send], s.peer, reducing);
       if (s.bytes > 0) {
         Flow f{send, path, static_cast<double>(s.bytes), 0};
         for (const Hop& h : path->hops) carried_[static_cast<size_t>(h.link)] += f.left * h.weight;

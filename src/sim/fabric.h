@@ -17,6 +17,15 @@ struct Costs {
   double alpha_s = 0;           // per message, at the sender (software, the NIC's doorbell)
   double gamma_s_per_byte = 0;  // reducing a received byte (and the final division of AVG)
   double copy_s_per_byte = 0;   // a local copy
+  // On CPU ranks (a node with a memory link), what their copies weigh on a
+  // core and the memory, against a message's bytes crossing it once
+  // (docs/SIMULATION.md, "The model"): a local copy or reduction's bytes;
+  // a reducing receive's bytes on the receiver's core, and a local
+  // reduction's beyond a copy's; and the receiver's read of a message
+  // between two ranks of one core, from that core's own cache.
+  double local_weight = 1;
+  double reduce_weight = 1;
+  double same_core_read_weight = 1;
 };
 
 struct Link {

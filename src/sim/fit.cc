@@ -17,7 +17,7 @@ namespace {
 
 // The fitted parameters, as logarithms so that each stays positive and a
 // step means the same ratio at any scale.
-constexpr int kParams = 8;
+constexpr int kParams = 11;
 using Point = std::array<double, kParams>;
 
 // Each parameter is held in a box, wide but physical, so that one the runs
@@ -33,14 +33,17 @@ struct Box {
 
 Box box_around(double beta0) {
   const std::array<std::pair<double, double>, kParams> range{
-      {{1e-3, 1e4},                   // alpha_us
-       {beta0 / 1e3, beta0 * 1e2},    // beta
-       {4096, 1 << 30},               // cache_bytes
-       {beta0 / 1e3, beta0 * 1e2},    // cache_beta
-       {beta0 / 1e3, beta0 * 1e2},    // node_beta
-       {beta0 / 1e6, beta0 * 1e2},    // gamma: reductions may be nearly free
-       {1.0 / 16, 1024},              // cache2_bytes / cache_bytes - 1
-       {beta0 / 1e3, beta0 * 1e2}}};  // cache2_beta
+      {{1e-3, 1e4},                 // alpha_us
+       {beta0 / 1e3, beta0 * 1e2},  // beta
+       {4096, 1 << 30},             // cache_bytes
+       {beta0 / 1e3, beta0 * 1e2},  // cache_beta
+       {beta0 / 1e3, beta0 * 1e2},  // node_beta
+       {beta0 / 1e6, beta0 * 1e2},  // gamma: reductions may be nearly free
+       {1.0 / 16, 1024},            // cache2_bytes / cache_bytes - 1
+       {beta0 / 1e3, beta0 * 1e2},  // cache2_beta
+       {0.1, 2},                    // local_weight: a copy in cache, without a message's slots, or more
+       {1, 4},                      // reduce_weight: a reduction at least a copy
+       {0.02, 1}}};                 // same_core_read_weight: a read from the core's own cache, at most a copy
   Box box;
   for (size_t k = 0; k < range.size(); ++k) box.lo[k] = std::log(range[k].first), box.hi[k] = std::log(range[k].second);
   return box;
@@ -63,6 +66,9 @@ algo::LinkModel model_of(const Point& x, const Box& box) {
   m.gamma_ns_per_byte = v[5];
   m.cache2_bytes = std::round(std::min(m.cache_bytes * (1 + v[6]), kLargestCache));  // beyond the first
   m.cache2_beta_ns_per_byte = v[7];
+  m.local_weight = v[8];
+  m.reduce_weight = v[9];
+  m.same_core_read_weight = v[10];
   return m;
 }
 
@@ -157,6 +163,9 @@ std::vector<Measured> parse_measured(const std::string& text, const std::string&
 void set_node_class(Cluster& c, const algo::LinkModel& m) {
   c.costs.alpha_s = m.alpha_us * 1e-6;
   c.costs.gamma_s_per_byte = m.gamma_ns_per_byte * 1e-9;
+  c.costs.local_weight = m.local_weight;
+  c.costs.reduce_weight = m.reduce_weight;
+  c.costs.same_core_read_weight = m.same_core_read_weight;
   set_caches(c, m);
   set_node_rates(c, 1e9 / m.beta_ns_per_byte, m.node_beta_ns_per_byte > 0 ? 1e9 / m.node_beta_ns_per_byte : 0);
   // Alpha is all of a message's latency, as under a tuning file.
@@ -185,7 +194,11 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
   if (!(beta0 > 0) || !std::isfinite(beta0))  // a time too small for its bytes
     fail(Code::kInvalidArgument, "fit: the largest run (", largest->bytes, " bytes) took ", largest->seconds,
          " s; a time above 0 is needed");
-  const Box box = box_around(beta0);
+  Box box = box_around(beta0);
+  // A read within a core happens only where ranks share cores: elsewhere no run decides it, and it stays 1.
+  if (std::none_of(clusters.begin(), clusters.end(),
+                   [](const auto& rc) { return rc.second.cores > 0 && rc.second.cores < rc.first; }))
+    box.lo[10] = box.hi[10] = 0;
   const auto predict_all = [&](const algo::LinkModel& m) {
     std::vector<double> out;
     for (const Measured& r : runs) {
@@ -209,9 +222,10 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
     return sum;
   };
   FitResult out;
-  // A second cache 64 times the first.
+  // A second cache 64 times the first; the weights a little off 1, so that each can move either way.
   Point x{std::log(2.0),       std::log(beta0), std::log(1 << 20), std::log(beta0 / 3),
-          std::log(beta0 / 2), std::log(0.01),  std::log(63.0),    std::log(beta0 / 1.5)};
+          std::log(beta0 / 2), std::log(0.01),  std::log(63.0),    std::log(beta0 / 1.5),
+          std::log(0.8),       std::log(1.2),   std::log(0.7)};
   // Twice: a restart from the first minimum gets out of a collapsed simplex.
   constexpr int kBudget = 70 * kParams;
   // Each from within the box: outside it the error is flat, and a coordinate
@@ -234,7 +248,10 @@ std::string tuning_lines(const std::string& c, const algo::LinkModel& m) {
       << c << ".cache2_bytes = " << std::llround(m.cache2_bytes) << "\n"
       << c << ".cache2_beta_ns_per_byte = " << m.cache2_beta_ns_per_byte << "\n"
       << c << ".node_beta_ns_per_byte = " << m.node_beta_ns_per_byte << "\n"
-      << c << ".gamma_ns_per_byte = " << m.gamma_ns_per_byte << "\n";
+      << c << ".gamma_ns_per_byte = " << m.gamma_ns_per_byte << "\n"
+      << c << ".local_weight = " << m.local_weight << "\n"
+      << c << ".reduce_weight = " << m.reduce_weight << "\n"
+      << c << ".same_core_read_weight = " << m.same_core_read_weight << "\n";
   return out.str();
 }
 

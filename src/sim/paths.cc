@@ -7,7 +7,8 @@
 
 namespace coll::sim {
 
-Paths::Paths(const Fabric& fabric, const Symmetry& sym) : fabric_(fabric), sym_(sym) {
+Paths::Paths(const Fabric& fabric, const Symmetry& sym, const Costs& costs)
+    : fabric_(fabric), sym_(sym), costs_(costs) {
   if (!symmetric()) {
     for (int l = 0; l < fabric.num_links(); ++l) capacity_.push_back(fabric.link(l).bytes_per_s);
     return;
@@ -37,24 +38,46 @@ Paths::Paths(const Fabric& fabric, const Symmetry& sym) : fabric_(fabric), sym_(
   }
 }
 
-Path Paths::one(int unit, int to) const {
+std::vector<Hop> Paths::weighted_route(int from, int to, bool reducing) const {
+  const std::vector<int> route = to == kLocal ? fabric_.local_route(from) : fabric_.route(from, to);
+  std::vector<Hop> hops;
+  for (int l : route) hops.push_back(Hop{l, 1});
+  // CPU ranks: a local copy is [core, memory]; a message in the node [sender's core, memory, receiver's core].
+  const int memory = fabric_.place(from).memory;
+  if (memory < 0 || std::find(route.begin(), route.end(), memory) == route.end()) return hops;
+  const double reduce = reducing ? costs_.reduce_weight : 1;
+  if (to == kLocal) {
+    for (Hop& h : hops) h.weight = costs_.local_weight * reduce;
+  } else {
+    const bool same_core = route.front() == route.back();
+    hops.back().weight = reduce * (same_core ? costs_.same_core_read_weight : 1);
+  }
+  return hops;
+}
+
+Path Paths::one(int unit, int to, bool reducing) const {
   const int from = sym_.representative(unit);
   Path p;
-  const std::vector<int> route = to == kLocal ? fabric_.local_route(from) : fabric_.route(from, to);
-  for (int l : route) p.hops.push_back(Hop{l, 1});
+  p.hops = weighted_route(from, to, reducing);
+  std::vector<int> route;
+  for (const Hop& h : p.hops) route.push_back(h.link);
   p.latency_s = fabric_.latency(route);
   return p;
 }
 
-Path Paths::spread(int cls, int peer) const {
+Path Paths::spread(int cls, int peer, bool reducing) const {
   std::map<int, double> crossings;
   Path p;
   const int members = sym_.members(cls);
   double sum = 0, longest = 0;
   for (int k = 0; k < members; ++k) {
     const int m = sym_.member(cls, k);
-    const std::vector<int> route = peer == kLocal ? fabric_.local_route(m) : fabric_.route(m, sym_.image(cls, k, peer));
-    for (int l : route) crossings[group_of_link_[static_cast<size_t>(l)]] += 1;
+    const std::vector<Hop> hops = weighted_route(m, peer == kLocal ? kLocal : sym_.image(cls, k, peer), reducing);
+    std::vector<int> route;
+    for (const Hop& h : hops) {
+      crossings[group_of_link_[static_cast<size_t>(h.link)]] += h.weight;
+      route.push_back(h.link);
+    }
     const double latency = fabric_.latency(route);
     sum += latency;
     longest = std::max(longest, latency);

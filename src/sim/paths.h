@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,7 +25,7 @@ struct Path {
 class Paths {
  public:
   // Under a symmetry: groups the links the ranks reach by kind and capacity.
-  Paths(const Fabric& fabric, const Symmetry& sym);
+  Paths(const Fabric& fabric, const Symmetry& sym, const Costs& costs);
 
   bool symmetric() const { return !sym_.none(); }
   // Per link, or per group of links.
@@ -38,20 +39,27 @@ class Paths {
   // peer kLocal: the unit's local copies and reductions (Fabric::local_route).
   static constexpr int kLocal = -1;
   // A unit is a rank, or under a symmetry a class (its representative's peer).
-  const Path& of(int unit, int peer) {
-    auto [it, added] = cache_.try_emplace({unit, peer});
-    if (added) it->second = symmetric() ? spread(unit, peer) : one(unit, peer);
+  // reducing: a message its receiver reduces, or a local reduction (CPU
+  // ranks weigh its bytes more: Costs::reduce_weight).
+  const Path& of(int unit, int peer, bool reducing = false) {
+    reducing = reducing && costs_.reduce_weight != 1;  // else the same path: one entry, one walk
+    auto [it, added] = cache_.try_emplace({unit, peer, reducing});
+    if (added) it->second = symmetric() ? spread(unit, peer, reducing) : one(unit, peer, reducing);
     return it->second;
   }
 
  private:
-  Path one(int unit, int to) const;
+  // The links from rank `from` to rank `to` (or kLocal), each with the
+  // weight of the bytes crossing it (Costs' CPU weights; 1 elsewhere).
+  std::vector<Hop> weighted_route(int from, int to, bool reducing) const;
+  Path one(int unit, int to, bool reducing) const;
   // Every member's message of class cls, counted by group; the mean latency
   // (the longest under listed classes).
-  Path spread(int cls, int peer) const;
+  Path spread(int cls, int peer, bool reducing) const;
 
   const Fabric& fabric_;
   const Symmetry& sym_;
+  const Costs costs_;
   std::vector<double> capacity_;
   // Links of one kind and one capacity form a group (a failed cable, a
   // partly filled leaf: a group of their own), which shares its load evenly;
@@ -59,7 +67,7 @@ class Paths {
   std::vector<int> group_of_link_;
   std::vector<double> links_in_group_;
   std::vector<int> example_;
-  std::map<std::pair<int, int>, Path> cache_;
+  std::map<std::tuple<int, int, bool>, Path> cache_;
 };
 
 }  // namespace coll::sim

@@ -5,12 +5,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace coll::sim {
 namespace {
 
 // Bytes per second to ns per byte and back; 0 (none) stays 0.
 double inverse_rate(double v) { return v > 0 ? 1e9 / v : 0; }
+
+// The CPU ranks' weights (sim::Costs): the node class's, on nodes of CPU
+// ranks; a weight of 0 would make a copy take no time.
+void check_weights(const Cluster& c, const Tuning& tuning, const algo::LinkModel& tin, const algo::LinkModel& in0,
+                   const algo::LinkModel& tnet, const algo::LinkModel& net0) {
+  const std::tuple<const char*, double, double, double, double> weights[] = {
+      {"local_weight", tin.local_weight, in0.local_weight, tnet.local_weight, net0.local_weight},
+      {"reduce_weight", tin.reduce_weight, in0.reduce_weight, tnet.reduce_weight, net0.reduce_weight},
+      {"same_core_read_weight", tin.same_core_read_weight, in0.same_core_read_weight, tnet.same_core_read_weight,
+       net0.same_core_read_weight}};
+  for (const auto& [name, set, was, net_set, net_was] : weights) {
+    if (net_set != net_was)
+      fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".", name,
+           ": the weights are the node class's (", c.node_class, ".", name, ")");
+    if (set == was) continue;
+    if (c.memory_bytes_per_s <= 0)
+      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name,
+           " is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
+    if (!(set > 0) || !std::isfinite(set) || set > 100)
+      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name, " is ", set,
+           "; a weight above 0 and at most 100 is expected (1: as a message's bytes)");
+  }
+}
 
 }  // namespace
 
@@ -37,6 +61,9 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   in.gamma_ns_per_byte = c.costs.gamma_s_per_byte * 1e9;
   caches_to_model(c, in);
   in.cores = c.cores;
+  in.local_weight = c.costs.local_weight;
+  in.reduce_weight = c.costs.reduce_weight;
+  in.same_core_read_weight = c.costs.same_core_read_weight;
   in.chunk_bytes = static_cast<double>(c.chunk_bytes);
   algo::LinkModel& net = m.links[c.network_class];
   net = in;
@@ -58,6 +85,7 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   if (tnet.cores != net0.cores)
     fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".cores: the cores are the node class's (",
          c.node_class, ".cores)");
+  check_weights(c, tuning, tin, in0, tnet, net0);
   if (tin.cache2_beta_ns_per_byte > 0 &&
       (tin.cache_bytes <= 0 || tin.cache_beta_ns_per_byte <= 0 || tin.cache2_bytes <= tin.cache_bytes))
     fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".cache2_bytes (", tin.cache2_bytes,
@@ -83,6 +111,9 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   c.memory_bytes_per_s = inverse_rate(tin.node_beta_ns_per_byte);
   c.nic_bytes_per_s = 1e9 / tnet.beta_ns_per_byte;
   c.costs.gamma_s_per_byte = tin.gamma_ns_per_byte * 1e-9;
+  c.costs.local_weight = tin.local_weight;
+  c.costs.reduce_weight = tin.reduce_weight;
+  c.costs.same_core_read_weight = tin.same_core_read_weight;
   set_caches(c, tin);
   c.chunk_bytes = static_cast<size_t>((one_node ? tin : tnet).chunk_bytes);
 }

@@ -31,7 +31,8 @@ struct Tuning {
 // chunk is the class's that prices the run, as in coll: the network's when
 // the ranks span nodes. gpu_latency and hop_latency come in as the cluster
 // file's and go out as the tuning makes them. The node class's cores,
-// caches and node_beta are for nodes of CPU ranks (node.memory_gbps).
+// caches, node_beta and copy weights are for nodes of CPU ranks
+// (node.memory_gbps); the weights are the node class's only.
 // kInvalidArgument for a bad line or a value that cannot be.
 void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double& hop_latency, bool one_node);
 

@@ -15,12 +15,13 @@ echo "== calibrate: shm fitted by the simulator, tcp by a line"
 CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build CALIBRATE_ITERS=3 CALIBRATE_ROUNDS=1 \
   scripts/calibrate.sh -n 4 -o "$tmp/tuning.txt" > "$tmp/out" 2> "$tmp/err" || fail "calibrate: $(cat "$tmp/err")"
 for key in shm.alpha_us shm.beta_ns_per_byte shm.cache_bytes shm.cache_beta_ns_per_byte shm.cache2_bytes \
-  shm.cache2_beta_ns_per_byte shm.node_beta_ns_per_byte shm.cores \
+  shm.cache2_beta_ns_per_byte shm.node_beta_ns_per_byte shm.cores shm.local_weight shm.reduce_weight \
+  shm.same_core_read_weight \
   shm.gamma_ns_per_byte shm.chunk_bytes tcp.alpha_us tcp.beta_ns_per_byte tcp.gamma_ns_per_byte tcp.chunk_bytes; do
   grep -Eq "^$key = [0-9.e+-]+$" "$tmp/tuning.txt" || fail "no $key line in: $(cat "$tmp/tuning.txt")"
 done
-# The fit's table: 11 sizes of three runs, each predicted beside its measurement.
-[ "$(grep -c '^#   .* predicted .* measured ' "$tmp/tuning.txt")" -eq 33 ] || fail "the fit's table: $(cat "$tmp/tuning.txt")"
+# The fit's table: 11 sizes of five runs, each predicted beside its measurement.
+[ "$(grep -c '^#   .* predicted .* measured ' "$tmp/tuning.txt")" -eq 55 ] || fail "the fit's table: $(cat "$tmp/tuning.txt")"
 grep -q "^# root mean square of log(predicted / measured) [0-9.]*$" "$tmp/tuning.txt" || fail "no fit error line"
 
 echo "== collsim reads it: the cluster's links are the file's"

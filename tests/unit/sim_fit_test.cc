@@ -1,5 +1,6 @@
 // collsim --fit: the node class's parameters recovered from runs that the
-// simulator made with known ones, and bad runs refused naming their line.
+// simulator made with known ones (the weights of CPU ranks' copies among
+// them), and bad runs refused naming their line.
 #include "algorithms/cost_model.h"
 #include "base/error.h"
 #include "sim/cluster.h"
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace coll::sim {
@@ -46,6 +48,7 @@ TEST(Fit, FindsTheParametersThatMadeTheRuns) {
   EXPECT_NEAR(fit.link.beta_ns_per_byte, truth.beta_ns_per_byte, 0.02);
   EXPECT_NEAR(fit.link.node_beta_ns_per_byte, truth.node_beta_ns_per_byte, 0.009);
   EXPECT_NEAR(fit.link.cache2_beta_ns_per_byte, truth.cache2_beta_ns_per_byte, 0.012);
+  EXPECT_EQ(fit.link.same_core_read_weight, 1);  // a core each: no run reads within a core
   ASSERT_EQ(fit.predicted_s.size(), runs.size());
   // Its lines are a tuning file that gives the cluster those parameters again.
   const Tuning t{tuning_lines("shm", fit.link), "fitted"};
@@ -53,6 +56,50 @@ TEST(Fit, FindsTheParametersThatMadeTheRuns) {
   EXPECT_NEAR(back.gpu_link_bytes_per_s, 1e9 / fit.link.beta_ns_per_byte, 1e9 / fit.link.beta_ns_per_byte * 1e-5);
   EXPECT_NEAR(back.cache_bytes, fit.link.cache_bytes, 1);
   EXPECT_NEAR(back.cache2_bytes, fit.link.cache2_bytes, 1);
+}
+
+TEST(Fit, FindsTheWeightsOfCopiesOnSharedCores) {
+  // On 2 cores, as calibrate.sh gives them: 8 ranks take turns, and their halving-doubling's messages at
+  // distances 2 and 4 stay on one core; the direct allreduce copies through scratch and reduces there.
+  algo::LinkModel truth;
+  truth.alpha_us = 3;
+  truth.beta_ns_per_byte = 0.2;
+  truth.cache_bytes = 1 << 20;
+  truth.cache_beta_ns_per_byte = 0.08;
+  truth.cache2_bytes = 16 << 20;
+  truth.cache2_beta_ns_per_byte = 0.12;
+  truth.node_beta_ns_per_byte = 0.09;  // a core carries half the ranks' flows: the cores bind
+  truth.gamma_ns_per_byte = 0.05;
+  truth.local_weight = 0.6;
+  truth.reduce_weight = 1.3;
+  truth.same_core_read_weight = 0.4;
+  const Tuning cores{"shm.cores = 2\n", "t"};
+  const auto cluster_of = [&](int ranks) { return parse_cluster(cpu_node(1, 8), "t", ranks, &cores); };
+  std::vector<Measured> runs;
+  for (auto [collective, algorithm, ranks] :
+       {std::tuple{algo::Collective::kAllgather, "ring", 2}, std::tuple{algo::Collective::kAllreduce, "ring", 2},
+        std::tuple{algo::Collective::kAllgather, "ring", 8},
+        std::tuple{algo::Collective::kAllreduce, "halving_doubling", 8},
+        std::tuple{algo::Collective::kAllreduce, "direct", 2}})
+    for (size_t bytes = 64 << 10; bytes <= (8u << 20); bytes *= 2) {
+      Cluster c = cluster_of(ranks);
+      set_node_class(c, truth);
+      const double s = predict(c, CollectiveRun{collective, bytes, 4, algorithm}).result.seconds;
+      runs.push_back(Measured{collective, algorithm, ranks, bytes, s});
+    }
+  const FitResult fit = fit_node_class(cluster_of, runs);
+  SCOPED_TRACE(tuning_lines("shm", fit.link));
+  EXPECT_LT(fit.rms_log_error, 0.01);
+  EXPECT_NEAR(fit.link.beta_ns_per_byte, truth.beta_ns_per_byte, 0.02);
+  EXPECT_NEAR(fit.link.local_weight, truth.local_weight, 0.1);
+  EXPECT_NEAR(fit.link.reduce_weight, truth.reduce_weight, 0.15);
+  EXPECT_NEAR(fit.link.same_core_read_weight, truth.same_core_read_weight, 0.15);
+  EXPECT_NEAR(fit.link.gamma_ns_per_byte, truth.gamma_ns_per_byte, 0.01);
+  // Its lines give the cluster those weights again.
+  const Tuning t{tuning_lines("shm", fit.link) + "shm.cores = 2\n", "fitted"};
+  const Cluster back = parse_cluster(cpu_node(), "t", 2, &t);
+  EXPECT_NEAR(back.costs.local_weight, fit.link.local_weight, 1e-5);
+  EXPECT_NEAR(back.costs.same_core_read_weight, fit.link.same_core_read_weight, 1e-5);
 }
 
 TEST(Fit, BadRunsAreRefusedNamingTheLine) {

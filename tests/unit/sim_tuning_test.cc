@@ -121,6 +121,40 @@ TEST(Memory, RanksThatOutnumberTheCoresTakeTurnsOnThem) {
   EXPECT_THROW(parse_cluster(without_memory(two_cores), "t"), Error);
 }
 
+TEST(Memory, ACopysWeightOnACoreIsTheTuningFiles) {
+  const Tuning t{"shm.cores = 2\nshm.same_core_read_weight = 0.5\nshm.local_weight = 0.5\nshm.reduce_weight = 1.5\n",
+                 "t"};
+  const Cluster c = parse_cluster(cpu_node(), "t", 0, &t);
+  const double mib = 1 << 20;
+  // Between cores, a message weighs 1 on each, as before: 8 GB/s.
+  EXPECT_NEAR(simulate(pairs({{0, 1}}), c.fabric, c.costs).seconds, mib / 8e9, 1e-12);
+  // Between two ranks of core 0: copied in (1), then read from the core's own cache (0.5).
+  EXPECT_NEAR(simulate(pairs({{0, 2}}), c.fabric, c.costs).seconds, 1.5 * mib / 8e9, 1e-12);
+  // A local copy weighs 0.5 on its core and the memory; a local reduction 0.5 x 1.5.
+  for (auto [kind, weight] : {std::pair{algo::OpKind::kCopy, 0.5}, std::pair{algo::OpKind::kReduce, 0.75}}) {
+    std::vector<algo::Schedule> local(4);
+    local[0] = one_step(kind, -1, 1 << 20);
+    EXPECT_NEAR(simulate(local, c.fabric, c.costs).seconds, weight * mib / 8e9, 1e-12);
+  }
+  // A message its receiver reduces weighs 1.5 on the receiver's core, 1 on the sender's and the memory.
+  std::vector<algo::Schedule> reducing(4);
+  reducing[0] = one_step(algo::OpKind::kSend, 1, 1 << 20);
+  reducing[1] = one_step(algo::OpKind::kRecvReduce, 0, 1 << 20);
+  EXPECT_NEAR(simulate(reducing, c.fabric, c.costs).seconds, 1.5 * mib / 8e9, 1e-12);
+  // Without the lines, every weight is 1: the model as it was.
+  const Tuning cores_only{"shm.cores = 2\n", "t"};
+  const Cluster plain = parse_cluster(cpu_node(), "t", 0, &cores_only);
+  EXPECT_NEAR(simulate(pairs({{0, 2}}), plain.fabric, plain.costs).seconds, 2 * mib / 8e9, 1e-12);
+  // A weight of 0, one of the network's class, or on nodes of GPUs: refused.
+  EXPECT_NE(tuning_error(cpu_node(), "shm.local_weight = 0\n").find("shm.local_weight is 0; a weight above 0"),
+            std::string::npos);
+  EXPECT_NE(tuning_error(cpu_node(), "tcp.reduce_weight = 2\n").find("the weights are the node class's"),
+            std::string::npos);
+  EXPECT_NE(tuning_error(without_memory(cpu_node()), "shm.same_core_read_weight = 0.5\n")
+                .find("shm.same_core_read_weight is for nodes of CPU ranks"),
+            std::string::npos);
+}
+
 TEST(Memory, TheSymmetricRunPoolsTheMemoryOfEveryNode) {
   // 8 nodes of 4: the ring inside every node passes its memory; both runs see the same load. The
   // allgather's own block is a local copy through the core and the memory too.
