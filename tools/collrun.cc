@@ -89,6 +89,15 @@ void usage(FILE* out) {
                "  --grace SECONDS   after a rank fails, wait this long before ending the others (5)\n");
 }
 
+// An option's value, which must be one of two words; else exits with code 2.
+std::string one_of(const char* option, const std::string& value, const char* a, const char* b) {
+  if (value != a && value != b) {
+    std::fprintf(stderr, "collrun: %s %s: %s or %s\n", option, value.c_str(), a, b);
+    std::exit(2);
+  }
+  return value;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   int i = 1;
@@ -109,19 +118,9 @@ Options parse(int argc, char** argv) {
         std::exit(2);
       }
     } else if (a == "--placement" && i + 1 < argc) {
-      std::string p = argv[++i];
-      if (p != "block" && p != "cyclic") {
-        std::fprintf(stderr, "collrun: --placement %s: block or cyclic\n", p.c_str());
-        std::exit(2);
-      }
-      o.cyclic = p == "cyclic";
+      o.cyclic = one_of("--placement", argv[++i], "block", "cyclic") == "cyclic";
     } else if (a == "--bind-to" && i + 1 < argc) {
-      std::string b = argv[++i];
-      if (b != "core" && b != "none") {
-        std::fprintf(stderr, "collrun: --bind-to %s: core or none\n", b.c_str());
-        std::exit(2);
-      }
-      o.bind_core = b == "core";
+      o.bind_core = one_of("--bind-to", argv[++i], "core", "none") == "core";
     } else if (a == "--tag-output") {
       o.tag_output = true;
     } else if (a == "--grace" && i + 1 < argc) {

@@ -163,9 +163,7 @@ std::vector<Measured> parse_measured(const std::string& text, const std::string&
 void set_node_class(Cluster& c, const algo::LinkModel& m) {
   c.costs.alpha_s = m.alpha_us * 1e-6;
   c.costs.gamma_s_per_byte = m.gamma_ns_per_byte * 1e-9;
-  c.costs.local_weight = m.local_weight;
-  c.costs.reduce_weight = m.reduce_weight;
-  c.costs.same_core_read_weight = m.same_core_read_weight;
+  set_weights(c, m);
   set_caches(c, m);
   set_node_rates(c, 1e9 / m.beta_ns_per_byte, m.node_beta_ns_per_byte > 0 ? 1e9 / m.node_beta_ns_per_byte : 0);
   // Alpha is all of a message's latency, as under a tuning file.

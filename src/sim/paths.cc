@@ -55,13 +55,16 @@ std::vector<Hop> Paths::weighted_route(int from, int to, bool reducing) const {
   return hops;
 }
 
+double Paths::latency(const std::vector<Hop>& hops) const {
+  double s = 0;
+  for (const Hop& h : hops) s += fabric_.link(h.link).latency_s;
+  return s;
+}
+
 Path Paths::one(int unit, int to, bool reducing) const {
-  const int from = sym_.representative(unit);
   Path p;
-  p.hops = weighted_route(from, to, reducing);
-  std::vector<int> route;
-  for (const Hop& h : p.hops) route.push_back(h.link);
-  p.latency_s = fabric_.latency(route);
+  p.hops = weighted_route(sym_.representative(unit), to, reducing);
+  p.latency_s = latency(p.hops);
   return p;
 }
 
@@ -73,14 +76,10 @@ Path Paths::spread(int cls, int peer, bool reducing) const {
   for (int k = 0; k < members; ++k) {
     const int m = sym_.member(cls, k);
     const std::vector<Hop> hops = weighted_route(m, peer == kLocal ? kLocal : sym_.image(cls, k, peer), reducing);
-    std::vector<int> route;
-    for (const Hop& h : hops) {
-      crossings[group_of_link_[static_cast<size_t>(h.link)]] += h.weight;
-      route.push_back(h.link);
-    }
-    const double latency = fabric_.latency(route);
-    sum += latency;
-    longest = std::max(longest, latency);
+    for (const Hop& h : hops) crossings[group_of_link_[static_cast<size_t>(h.link)]] += h.weight;
+    const double s = latency(hops);
+    sum += s;
+    longest = std::max(longest, s);
   }
   // Under a shift, the mean; a tree's class waits, level by level, for its slowest member: the longest.
   p.latency_s = sym_.listed() ? longest : sum / members;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
+#include <utility>
 
 namespace coll::sim {
 namespace {
@@ -17,16 +17,16 @@ double inverse_rate(double v) { return v > 0 ? 1e9 / v : 0; }
 // ranks; a weight of 0 would make a copy take no time.
 void check_weights(const Cluster& c, const Tuning& tuning, const algo::LinkModel& tin, const algo::LinkModel& in0,
                    const algo::LinkModel& tnet, const algo::LinkModel& net0) {
-  const std::tuple<const char*, double, double, double, double> weights[] = {
-      {"local_weight", tin.local_weight, in0.local_weight, tnet.local_weight, net0.local_weight},
-      {"reduce_weight", tin.reduce_weight, in0.reduce_weight, tnet.reduce_weight, net0.reduce_weight},
-      {"same_core_read_weight", tin.same_core_read_weight, in0.same_core_read_weight, tnet.same_core_read_weight,
-       net0.same_core_read_weight}};
-  for (const auto& [name, set, was, net_set, net_was] : weights) {
-    if (net_set != net_was)
+  const std::pair<const char*, double algo::LinkModel::*> weights[] = {
+      {"local_weight", &algo::LinkModel::local_weight},
+      {"reduce_weight", &algo::LinkModel::reduce_weight},
+      {"same_core_read_weight", &algo::LinkModel::same_core_read_weight}};
+  for (const auto& [name, weight] : weights) {
+    if (tnet.*weight != net0.*weight)
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".", name,
            ": the weights are the node class's (", c.node_class, ".", name, ")");
-    if (set == was) continue;
+    const double set = tin.*weight;
+    if (set == in0.*weight) continue;
     if (c.memory_bytes_per_s <= 0)
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name,
            " is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
@@ -52,6 +52,18 @@ void set_caches(Cluster& c, const algo::LinkModel& m) {
   c.cache2_bytes_per_s = inverse_rate(m.cache2_beta_ns_per_byte);
 }
 
+void weights_to_model(const Cluster& c, algo::LinkModel& m) {
+  m.local_weight = c.costs.local_weight;
+  m.reduce_weight = c.costs.reduce_weight;
+  m.same_core_read_weight = c.costs.same_core_read_weight;
+}
+
+void set_weights(Cluster& c, const algo::LinkModel& m) {
+  c.costs.local_weight = m.local_weight;
+  c.costs.reduce_weight = m.reduce_weight;
+  c.costs.same_core_read_weight = m.same_core_read_weight;
+}
+
 void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double& hop_latency, bool one_node) {
   algo::CostModel m;
   algo::LinkModel& in = m.links[c.node_class];
@@ -61,9 +73,7 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   in.gamma_ns_per_byte = c.costs.gamma_s_per_byte * 1e9;
   caches_to_model(c, in);
   in.cores = c.cores;
-  in.local_weight = c.costs.local_weight;
-  in.reduce_weight = c.costs.reduce_weight;
-  in.same_core_read_weight = c.costs.same_core_read_weight;
+  weights_to_model(c, in);
   in.chunk_bytes = static_cast<double>(c.chunk_bytes);
   algo::LinkModel& net = m.links[c.network_class];
   net = in;
@@ -111,9 +121,7 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
   c.memory_bytes_per_s = inverse_rate(tin.node_beta_ns_per_byte);
   c.nic_bytes_per_s = 1e9 / tnet.beta_ns_per_byte;
   c.costs.gamma_s_per_byte = tin.gamma_ns_per_byte * 1e-9;
-  c.costs.local_weight = tin.local_weight;
-  c.costs.reduce_weight = tin.reduce_weight;
-  c.costs.same_core_read_weight = tin.same_core_read_weight;
+  set_weights(c, tin);
   set_caches(c, tin);
   c.chunk_bytes = static_cast<size_t>((one_node ? tin : tnet).chunk_bytes);
 }

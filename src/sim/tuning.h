@@ -44,6 +44,9 @@ inline bool has_cache(const Cluster& c) { return c.cache_bytes > 0 && c.cache_by
 // The cluster's two caches into a link model's terms (ns per byte), and back.
 void caches_to_model(const Cluster& c, algo::LinkModel& m);
 void set_caches(Cluster& c, const algo::LinkModel& m);
+// The CPU ranks' copy weights (Costs) into a link model, and back.
+void weights_to_model(const Cluster& c, algo::LinkModel& m);
+void set_weights(Cluster& c, const algo::LinkModel& m);
 // The cluster as a collective whose buffers hold `bytes` on each rank
 // finds it: its ranks' links and memory faster by the part of a node's
 // ranks' buffers in cache (algo::LinkModel::at_size). A copy: for clusters

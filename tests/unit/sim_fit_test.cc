@@ -20,8 +20,8 @@ namespace {
 
 using coll::testing::cpu_node;
 
-TEST(Fit, FindsTheParametersThatMadeTheRuns) {
-  // Runs "measured" by the simulator itself with known parameters: the fit must reproduce them.
+// The parameters that make the "measured" runs, before the weights.
+algo::LinkModel base_truth() {
   algo::LinkModel truth;
   truth.alpha_us = 3;
   truth.beta_ns_per_byte = 0.2;
@@ -32,6 +32,12 @@ TEST(Fit, FindsTheParametersThatMadeTheRuns) {
   // A ring's core carries 2 flows, the memory n: it binds from 5 ranks (n 0.09 > 2 0.2), as at 8.
   truth.node_beta_ns_per_byte = 0.09;
   truth.gamma_ns_per_byte = 0.05;
+  return truth;
+}
+
+TEST(Fit, FindsTheParametersThatMadeTheRuns) {
+  // Runs "measured" by the simulator itself with known parameters: the fit must reproduce them.
+  const algo::LinkModel truth = base_truth();
   const auto cluster_of = [](int ranks) { return parse_cluster(cpu_node(1, 8), "t", ranks); };
   std::vector<Measured> runs;
   for (auto [collective, ranks] :
@@ -61,15 +67,7 @@ TEST(Fit, FindsTheParametersThatMadeTheRuns) {
 TEST(Fit, FindsTheWeightsOfCopiesOnSharedCores) {
   // On 2 cores, as calibrate.sh gives them: 8 ranks take turns, and their halving-doubling's messages at
   // distances 2 and 4 stay on one core; the direct allreduce copies through scratch and reduces there.
-  algo::LinkModel truth;
-  truth.alpha_us = 3;
-  truth.beta_ns_per_byte = 0.2;
-  truth.cache_bytes = 1 << 20;
-  truth.cache_beta_ns_per_byte = 0.08;
-  truth.cache2_bytes = 16 << 20;
-  truth.cache2_beta_ns_per_byte = 0.12;
-  truth.node_beta_ns_per_byte = 0.09;  // a core carries half the ranks' flows: the cores bind
-  truth.gamma_ns_per_byte = 0.05;
+  algo::LinkModel truth = base_truth();  // a core carries half the ranks' flows: the cores bind
   truth.local_weight = 0.6;
   truth.reduce_weight = 1.3;
   truth.same_core_read_weight = 0.4;
