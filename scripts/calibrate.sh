@@ -19,7 +19,8 @@
 #         --fit: the parameters with which the simulator reproduces them
 #         best (alpha, beta, two caches' bytes and beta, the node's memory,
 #         gamma, the weights of local copies, of reductions and of reads
-#         within a core; docs/SIMULATION.md, "Calibration"), with the ranks
+#         within a core, the turn of a rank on a shared core;
+#         docs/SIMULATION.md, "Calibration"), with the ranks
 #         on this machine's cores (shm.cores, the cores online)
 #   tcp   2-rank allgather from 1 MiB, t = alpha + (S/2) beta by least
 #         squares on the relative error (alpha at least shm's); gamma from
@@ -35,7 +36,7 @@ out=tuning.txt ranks=8 emulated=""
 while getopts "o:n:e:h" opt; do
   case $opt in
     o) out=$OPTARG ;; n) ranks=$OPTARG ;; e) emulated=$OPTARG ;;
-    h) sed -n "2,29p" "$0"; exit 0 ;; *) exit 2 ;;
+    h) sed -n "2,30p" "$0"; exit 0 ;; *) exit 2 ;;
   esac
 done
 # Paths as the caller gave them, from where it called.

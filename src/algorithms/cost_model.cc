@@ -65,6 +65,7 @@ void CostModel::apply(const std::string& text, const std::string& origin, const 
                     : param == "local_weight"            ? &link->local_weight
                     : param == "reduce_weight"           ? &link->reduce_weight
                     : param == "same_core_read_weight"   ? &link->same_core_read_weight
+                    : param == "turn_us"                 ? &link->turn_us
                     : param == "gamma_ns_per_byte"       ? &link->gamma_ns_per_byte
                     : param == "chunk_bytes"             ? &link->chunk_bytes
                                                          : nullptr;
@@ -72,7 +73,7 @@ void CostModel::apply(const std::string& text, const std::string& origin, const 
       fail(Code::kInvalidArgument, origin, ":", number, ": unknown parameter '", key, "' (classes ", class_names(),
            "; parameters alpha_us, beta_ns_per_byte, node_beta_ns_per_byte, cache_bytes, cache_beta_ns_per_byte, ",
            "cache2_bytes, cache2_beta_ns_per_byte, cores, local_weight, reduce_weight, same_core_read_weight, ",
-           "gamma_ns_per_byte, chunk_bytes)");
+           "turn_us, gamma_ns_per_byte, chunk_bytes)");
     if (value < 0) fail(Code::kInvalidArgument, origin, ":", number, ": '", key, "' must not be negative");
     if (field == &link->chunk_bytes && (value < 64 || value > double(1 << 30)))
       fail(Code::kInvalidArgument, origin, ":", number, ": '", key, "' must be between 64 and 1G");

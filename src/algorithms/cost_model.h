@@ -46,6 +46,10 @@ struct LinkModel {
   double local_weight = 1;
   double reduce_weight = 1;
   double same_core_read_weight = 1;
+  // The wait for a turn on a core (CPU ranks; only the simulator reads it):
+  // a message between two ranks of one core waits this long for each other
+  // rank on that core, before its receiver runs.
+  double turn_us = 0;
 
   // The parameters for a collective whose buffers (buffer_bytes) hold
   // `bytes` on each of `per_node` ranks of a node: min(1, cache_bytes /

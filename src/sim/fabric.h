@@ -26,6 +26,9 @@ struct Costs {
   double local_weight = 1;
   double reduce_weight = 1;
   double same_core_read_weight = 1;
+  // A message between two ranks of one core: its latency grows by this for
+  // each other rank on that core (they take turns; the receiver waits for its).
+  double turn_s = 0;
 };
 
 struct Link {

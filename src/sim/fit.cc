@@ -17,7 +17,7 @@ namespace {
 
 // The fitted parameters, as logarithms so that each stays positive and a
 // step means the same ratio at any scale.
-constexpr int kParams = 11;
+constexpr int kParams = 12;
 using Point = std::array<double, kParams>;
 
 // Each parameter is held in a box, wide but physical, so that one the runs
@@ -28,7 +28,8 @@ using Point = std::array<double, kParams>;
 constexpr double kLargestCache = 4.0 * (1 << 30);  // a second cache, or L3s of all sockets
 
 struct Box {
-  Point lo, hi;  // logarithms
+  Point lo, hi;              // logarithms
+  bool shared_cores = true;  // else a read within a core and the turn are not fitted: 1 and 0
 };
 
 Box box_around(double beta0) {
@@ -43,7 +44,8 @@ Box box_around(double beta0) {
        {beta0 / 1e3, beta0 * 1e2},  // cache2_beta
        {0.1, 2},                    // local_weight: a copy in cache, without a message's slots, or more
        {1, 4},                      // reduce_weight: a reduction at least a copy
-       {0.02, 1}}};                 // same_core_read_weight: a read from the core's own cache, at most a copy
+       {0.02, 1},                   // same_core_read_weight: a read from the core's own cache, at most a copy
+       {0.01, 20}}};                // turn_us: from a switch to the core's other ranks, to several time slices
   Box box;
   for (size_t k = 0; k < range.size(); ++k) box.lo[k] = std::log(range[k].first), box.hi[k] = std::log(range[k].second);
   return box;
@@ -68,7 +70,8 @@ algo::LinkModel model_of(const Point& x, const Box& box) {
   m.cache2_beta_ns_per_byte = v[7];
   m.local_weight = v[8];
   m.reduce_weight = v[9];
-  m.same_core_read_weight = v[10];
+  m.same_core_read_weight = box.shared_cores ? v[10] : 1;
+  m.turn_us = box.shared_cores ? v[11] : 0;
   return m;
 }
 
@@ -193,10 +196,11 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
     fail(Code::kInvalidArgument, "fit: the largest run (", largest->bytes, " bytes) took ", largest->seconds,
          " s; a time above 0 is needed");
   Box box = box_around(beta0);
-  // A read within a core happens only where ranks share cores: elsewhere no run decides it, and it stays 1.
-  if (std::none_of(clusters.begin(), clusters.end(),
-                   [](const auto& rc) { return rc.second.cores > 0 && rc.second.cores < rc.first; }))
-    box.lo[10] = box.hi[10] = 0;
+  // A read within a core and a turn on it happen only where ranks share cores: elsewhere no run decides them.
+  box.shared_cores = std::any_of(clusters.begin(), clusters.end(),
+                                 [](const auto& rc) { return rc.second.cores > 0 && rc.second.cores < rc.first; });
+  if (!box.shared_cores)
+    for (size_t k : {10, 11}) box.lo[k] = box.hi[k] = 0;
   const auto predict_all = [&](const algo::LinkModel& m) {
     std::vector<double> out;
     for (const Measured& r : runs) {
@@ -223,7 +227,7 @@ FitResult fit_node_class(const std::function<Cluster(int)>& cluster_of, const st
   // A second cache 64 times the first; the weights a little off 1, so that each can move either way.
   Point x{std::log(2.0),       std::log(beta0), std::log(1 << 20), std::log(beta0 / 3),
           std::log(beta0 / 2), std::log(0.01),  std::log(63.0),    std::log(beta0 / 1.5),
-          std::log(0.8),       std::log(1.2),   std::log(0.7)};
+          std::log(0.8),       std::log(1.2),   std::log(0.7),     std::log(1.0)};
   // Twice: a restart from the first minimum gets out of a collapsed simplex.
   constexpr int kBudget = 70 * kParams;
   // Each from within the box: outside it the error is flat, and a coordinate
@@ -249,7 +253,8 @@ std::string tuning_lines(const std::string& c, const algo::LinkModel& m) {
       << c << ".gamma_ns_per_byte = " << m.gamma_ns_per_byte << "\n"
       << c << ".local_weight = " << m.local_weight << "\n"
       << c << ".reduce_weight = " << m.reduce_weight << "\n"
-      << c << ".same_core_read_weight = " << m.same_core_read_weight << "\n";
+      << c << ".same_core_read_weight = " << m.same_core_read_weight << "\n"
+      << c << ".turn_us = " << m.turn_us << "\n";
   return out.str();
 }
 

@@ -9,6 +9,11 @@ namespace coll::sim {
 
 Paths::Paths(const Fabric& fabric, const Symmetry& sym, const Costs& costs)
     : fabric_(fabric), sym_(sym), costs_(costs) {
+  if (costs.turn_s > 0) {
+    ranks_on_core_.assign(static_cast<size_t>(fabric.num_links()), 0);
+    for (int r = 0; r < fabric.nranks(); ++r)
+      if (fabric.place(r).memory >= 0) ++ranks_on_core_[static_cast<size_t>(fabric.place(r).gpu_down)];
+  }
   if (!symmetric()) {
     for (int l = 0; l < fabric.num_links(); ++l) capacity_.push_back(fabric.link(l).bytes_per_s);
     return;
@@ -58,6 +63,9 @@ std::vector<Hop> Paths::weighted_route(int from, int to, bool reducing) const {
 double Paths::latency(const std::vector<Hop>& hops) const {
   double s = 0;
   for (const Hop& h : hops) s += fabric_.link(h.link).latency_s;
+  // Between two CPU ranks of one core ([core, memory, core]): the receiver runs after the core's other ranks.
+  if (!ranks_on_core_.empty() && hops.size() > 1 && hops.front().link == hops.back().link)
+    s += costs_.turn_s * (ranks_on_core_[static_cast<size_t>(hops.back().link)] - 1);
   return s;
 }
 

@@ -62,6 +62,7 @@ class Paths {
   const Symmetry& sym_;
   const Costs costs_;
   std::vector<double> capacity_;
+  std::vector<int> ranks_on_core_;  // by link: the CPU ranks whose core it is (with Costs::turn_s only)
   // Links of one kind and one capacity form a group (a failed cable, a
   // partly filled leaf: a group of their own), which shares its load evenly;
   // a node's NICs only with those of nodes alike (Symmetry::alike_links).

@@ -13,26 +13,34 @@ namespace {
 // Bytes per second to ns per byte and back; 0 (none) stays 0.
 double inverse_rate(double v) { return v > 0 ? 1e9 / v : 0; }
 
-// The CPU ranks' weights (sim::Costs): the node class's, on nodes of CPU
-// ranks; a weight of 0 would make a copy take no time.
+// The CPU ranks' weights and turn (sim::Costs): the node class's, on nodes
+// of CPU ranks; a weight of 0 would make a copy take no time.
 void check_weights(const Cluster& c, const Tuning& tuning, const algo::LinkModel& tin, const algo::LinkModel& in0,
                    const algo::LinkModel& tnet, const algo::LinkModel& net0) {
-  const std::pair<const char*, double algo::LinkModel::*> weights[] = {
-      {"local_weight", &algo::LinkModel::local_weight},
-      {"reduce_weight", &algo::LinkModel::reduce_weight},
-      {"same_core_read_weight", &algo::LinkModel::same_core_read_weight}};
-  for (const auto& [name, weight] : weights) {
-    if (tnet.*weight != net0.*weight)
+  struct Weight {
+    const char* name;
+    double algo::LinkModel::*field;
+    bool zero_ok;
+    double most;
+    const char* expected;
+  };
+  constexpr const char* kWeight = "a weight above 0 and at most 100 (1: as a message's bytes)";
+  const Weight weights[] = {{"local_weight", &algo::LinkModel::local_weight, false, 100, kWeight},
+                            {"reduce_weight", &algo::LinkModel::reduce_weight, false, 100, kWeight},
+                            {"same_core_read_weight", &algo::LinkModel::same_core_read_weight, false, 100, kWeight},
+                            {"turn_us", &algo::LinkModel::turn_us, true, 10000, "a time of 0 to 10000 microseconds"}};
+  for (const auto& [name, field, zero_ok, most, expected] : weights) {
+    if (tnet.*field != net0.*field)
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".", name,
            ": the weights are the node class's (", c.node_class, ".", name, ")");
-    const double set = tin.*weight;
-    if (set == in0.*weight) continue;
+    const double set = tin.*field;
+    if (set == in0.*field) continue;
     if (c.memory_bytes_per_s <= 0)
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name,
            " is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
-    if (!(set > 0) || !std::isfinite(set) || set > 100)
-      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name, " is ", set,
-           "; a weight above 0 and at most 100 is expected (1: as a message's bytes)");
+    if (!(set > 0 || (zero_ok && set == 0)) || !std::isfinite(set) || set > most)
+      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name, " is ", set, "; ", expected,
+           " is expected");
   }
 }
 
@@ -56,12 +64,14 @@ void weights_to_model(const Cluster& c, algo::LinkModel& m) {
   m.local_weight = c.costs.local_weight;
   m.reduce_weight = c.costs.reduce_weight;
   m.same_core_read_weight = c.costs.same_core_read_weight;
+  m.turn_us = c.costs.turn_s * 1e6;
 }
 
 void set_weights(Cluster& c, const algo::LinkModel& m) {
   c.costs.local_weight = m.local_weight;
   c.costs.reduce_weight = m.reduce_weight;
   c.costs.same_core_read_weight = m.same_core_read_weight;
+  c.costs.turn_s = m.turn_us * 1e-6;
 }
 
 void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double& hop_latency, bool one_node) {

@@ -16,7 +16,7 @@ CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build CALIBRATE_ITERS=3 CALIBRATE_ROUN
   scripts/calibrate.sh -n 4 -o "$tmp/tuning.txt" > "$tmp/out" 2> "$tmp/err" || fail "calibrate: $(cat "$tmp/err")"
 for key in shm.alpha_us shm.beta_ns_per_byte shm.cache_bytes shm.cache_beta_ns_per_byte shm.cache2_bytes \
   shm.cache2_beta_ns_per_byte shm.node_beta_ns_per_byte shm.cores shm.local_weight shm.reduce_weight \
-  shm.same_core_read_weight \
+  shm.same_core_read_weight shm.turn_us \
   shm.gamma_ns_per_byte shm.chunk_bytes tcp.alpha_us tcp.beta_ns_per_byte tcp.gamma_ns_per_byte tcp.chunk_bytes; do
   grep -Eq "^$key = [0-9.e+-]+$" "$tmp/tuning.txt" || fail "no $key line in: $(cat "$tmp/tuning.txt")"
 done

@@ -54,7 +54,8 @@ TEST(Fit, FindsTheParametersThatMadeTheRuns) {
   EXPECT_NEAR(fit.link.beta_ns_per_byte, truth.beta_ns_per_byte, 0.02);
   EXPECT_NEAR(fit.link.node_beta_ns_per_byte, truth.node_beta_ns_per_byte, 0.009);
   EXPECT_NEAR(fit.link.cache2_beta_ns_per_byte, truth.cache2_beta_ns_per_byte, 0.012);
-  EXPECT_EQ(fit.link.same_core_read_weight, 1);  // a core each: no run reads within a core
+  EXPECT_EQ(fit.link.same_core_read_weight, 1);  // a core each: no run reads within a core, nor waits its turn
+  EXPECT_EQ(fit.link.turn_us, 0);
   ASSERT_EQ(fit.predicted_s.size(), runs.size());
   // Its lines are a tuning file that gives the cluster those parameters again.
   const Tuning t{tuning_lines("shm", fit.link), "fitted"};
@@ -71,6 +72,7 @@ TEST(Fit, FindsTheWeightsOfCopiesOnSharedCores) {
   truth.local_weight = 0.6;
   truth.reduce_weight = 1.3;
   truth.same_core_read_weight = 0.4;
+  truth.turn_us = 2;
   const Tuning cores{"shm.cores = 2\n", "t"};
   const auto cluster_of = [&](int ranks) { return parse_cluster(cpu_node(1, 8), "t", ranks, &cores); };
   std::vector<Measured> runs;
@@ -92,12 +94,14 @@ TEST(Fit, FindsTheWeightsOfCopiesOnSharedCores) {
   EXPECT_NEAR(fit.link.local_weight, truth.local_weight, 0.1);
   EXPECT_NEAR(fit.link.reduce_weight, truth.reduce_weight, 0.15);
   EXPECT_NEAR(fit.link.same_core_read_weight, truth.same_core_read_weight, 0.15);
+  EXPECT_NEAR(fit.link.turn_us, truth.turn_us, 0.5);
   EXPECT_NEAR(fit.link.gamma_ns_per_byte, truth.gamma_ns_per_byte, 0.01);
   // Its lines give the cluster those weights again.
   const Tuning t{tuning_lines("shm", fit.link) + "shm.cores = 2\n", "fitted"};
   const Cluster back = parse_cluster(cpu_node(), "t", 2, &t);
   EXPECT_NEAR(back.costs.local_weight, fit.link.local_weight, 1e-5);
   EXPECT_NEAR(back.costs.same_core_read_weight, fit.link.same_core_read_weight, 1e-5);
+  EXPECT_NEAR(back.costs.turn_s, fit.link.turn_us * 1e-6, 1e-11);
 }
 
 TEST(Fit, BadRunsAreRefusedNamingTheLine) {

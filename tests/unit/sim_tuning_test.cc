@@ -155,6 +155,44 @@ TEST(Memory, ACopysWeightOnACoreIsTheTuningFiles) {
             std::string::npos);
 }
 
+TEST(Memory, AMessageWithinACoreWaitsForTheTurnsOfTheCoresOtherRanks) {
+  // 8 ranks on 2 cores: 0, 2, 4, 6 on core 0. A message from 0 to 2 waits 3 us for each of the 3 others.
+  const Tuning t{"shm.cores = 2\nshm.turn_us = 3\n", "t"}, no_turn{"shm.cores = 2\n", "t"};
+  const Cluster c = parse_cluster(cpu_node(1, 8), "t", 0, &t), plain = parse_cluster(cpu_node(1, 8), "t", 0, &no_turn);
+  const auto message = [](int from, int to) {
+    std::vector<algo::Schedule> s(8);
+    s[static_cast<size_t>(from)] = one_step(algo::OpKind::kSend, to, 4);
+    s[static_cast<size_t>(to)] = one_step(algo::OpKind::kRecv, from, 4);
+    return s;
+  };
+  const auto waits = [&](int from, int to) {
+    return simulate(message(from, to), c.fabric, c.costs).seconds -
+           simulate(message(from, to), plain.fabric, plain.costs).seconds;
+  };
+  EXPECT_NEAR(waits(0, 2), 9e-6, 1e-12);
+  EXPECT_NEAR(waits(6, 0), 9e-6, 1e-12);
+  EXPECT_NEAR(waits(0, 1), 0, 1e-12);  // between cores: no turn to wait for
+  // 4 ranks on 2 cores: one other rank each.
+  const Cluster four = parse_cluster(cpu_node(), "t", 0, &t), four_plain = parse_cluster(cpu_node(), "t", 0, &no_turn);
+  EXPECT_NEAR(simulate(pairs({{0, 2}}), four.fabric, four.costs).seconds -
+                  simulate(pairs({{0, 2}}), four_plain.fabric, four_plain.costs).seconds,
+              3e-6, 1e-12);
+  // A run that uses the symmetry waits as one that does not.
+  CollectiveRun run{algo::Collective::kAllreduce, 64 << 10, 4, "halving_doubling"};
+  run.symmetry = CollectiveRun::Symmetry::kNever;
+  const double every = predict(c, run).result.seconds;
+  EXPECT_GT(every, predict(plain, run).result.seconds + 2 * 9e-6);  // two steps within a core, each way
+  run.symmetry = CollectiveRun::Symmetry::kUse;
+  EXPECT_NEAR(predict(c, run).result.seconds, every, every * 1e-6);
+  // 0 turns it off; more than 10 ms, one of the network's class, or on nodes of GPUs: refused.
+  EXPECT_EQ(tuning_error(cpu_node(), "shm.turn_us = 0\n"), "accepted");
+  EXPECT_NE(tuning_error(cpu_node(), "shm.turn_us = 20000\n").find("shm.turn_us is 20000; a time of 0 to 10000"),
+            std::string::npos);
+  EXPECT_NE(tuning_error(cpu_node(), "tcp.turn_us = 2\n").find("the weights are the node class's"), std::string::npos);
+  EXPECT_NE(tuning_error(without_memory(cpu_node()), "shm.turn_us = 2\n").find("shm.turn_us is for nodes of CPU ranks"),
+            std::string::npos);
+}
+
 TEST(Memory, TheSymmetricRunPoolsTheMemoryOfEveryNode) {
   // 8 nodes of 4: the ring inside every node passes its memory; both runs see the same load. The
   // allgather's own block is a local copy through the core and the memory too.
