@@ -21,7 +21,7 @@
 #         gamma, the weights of local copies, of reductions and of reads
 #         within a core, the turn of a rank on a shared core;
 #         docs/SIMULATION.md, "Calibration"), with the ranks
-#         on this machine's cores (shm.cores, the cores online)
+#         on the cores they are bound to (shm.cores: the CPUs allowed, nproc)
 #   tcp   2-rank allgather from 1 MiB, t = alpha + (S/2) beta by least
 #         squares on the relative error (alpha at least shm's); gamma from
 #         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma; with -e
@@ -110,7 +110,9 @@ echo "calibrate: shm: 2-rank allgather and allreduce, $ranks-rank allgather and 
   measure shm 2 allreduce direct | sed 's/^/allreduce direct 2 /'
 } > "$out.runs"
 # The ranks share this machine's cores (8 ranks on 2 take turns): given, not fitted.
-echo "shm.cores = $(getconf _NPROCESSORS_ONLN)" > "$tmp/cores"  # as the shm transport counts them
+# nproc: the CPUs this process may use, which collrun --bind-to core places the ranks on (under a
+# taskset or a cpuset fewer than the machine has).
+echo "shm.cores = $(nproc)" > "$tmp/cores"
 "$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning "$tmp/cores" --fit "$out.runs" >> "$tmp/out"
 {
   cat "$tmp/cores"

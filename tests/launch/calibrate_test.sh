@@ -12,8 +12,11 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$source_dir"
 
 echo "== calibrate: shm fitted by the simulator, tcp by a line"
-CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build CALIBRATE_ITERS=3 CALIBRATE_ROUNDS=1 \
+# On one CPU of those allowed: the ranks are bound there, and the model's cores are that one.
+first=$(taskset -cp $$ | sed 's/.*: *//; s/[-,].*//')
+CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build CALIBRATE_ITERS=3 CALIBRATE_ROUNDS=1 taskset -c "$first" \
   scripts/calibrate.sh -n 4 -o "$tmp/tuning.txt" > "$tmp/out" 2> "$tmp/err" || fail "calibrate: $(cat "$tmp/err")"
+grep -q "^shm.cores = 1$" "$tmp/tuning.txt" || fail "on one CPU: $(grep cores "$tmp/tuning.txt")"
 for key in shm.alpha_us shm.beta_ns_per_byte shm.cache_bytes shm.cache_beta_ns_per_byte shm.cache2_bytes \
   shm.cache2_beta_ns_per_byte shm.node_beta_ns_per_byte shm.cores shm.local_weight shm.reduce_weight \
   shm.same_core_read_weight shm.turn_us \
@@ -29,12 +32,14 @@ out=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning 
   --algo ring --size 16M)
 grep -q "^  time " <<<"$out" || fail "collsim with the tuning file: $out"
 alpha=$(sed -n 's/^shm.alpha_us = //p' "$tmp/tuning.txt")
-# A 4-byte broadcast on 2 ranks is one message: alpha and 4 bytes' worth of time.
+turn=$(sed -n 's/^shm.turn_us = //p' "$tmp/tuning.txt")
+# A 4-byte broadcast on 2 ranks is one message: alpha, the receiver's turn on the one core the two
+# share, and 4 bytes' worth of time.
 one=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning "$tmp/tuning.txt" --ranks 2 \
   --collective broadcast --size 4 | sed -n 's/^  time *\([0-9.]*\) us$/\1/p')
-# (The time is printed to 3 decimals, alpha to 6 digits.)
-awk -v t="$one" -v a="$alpha" 'BEGIN { exit !(t >= a - 0.0005 && t < a + 0.01) }' ||
-  fail "a 4-byte message took $one us, alpha $alpha"
+# (The time is printed to 3 decimals, alpha and the turn to 6 digits.)
+awk -v t="$one" -v a="$alpha" -v w="$turn" 'BEGIN { exit !(w > 0 && t >= a + w - 0.0005 && t < a + w + 0.01) }' ||
+  fail "a 4-byte message took $one us, alpha $alpha, the turn $turn"
 untuned=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --ranks 2 --collective broadcast --size 4 |
   sed -n 's/^  time *\([0-9.]*\) us$/\1/p')
 awk -v t="$untuned" -v a="$alpha" 'BEGIN { exit !(t < a - 0.0005 || t >= a + 0.01) }' &&
