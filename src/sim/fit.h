@@ -1,6 +1,6 @@
 // Calibration by simulation: the node class's link parameters (alpha, beta,
 // two caches' sizes and betas, the node's memory, gamma, the weights of a
-// CPU rank's copies on its core: sim::Costs) that make the
+// CPU rank's copies on its core and its turn there: sim::Costs) that make the
 // simulator reproduce measured runs, found by minimising the squared log
 // error of its predictions (Nelder-Mead). The runs are simulated as the
 // tool would simulate them, so the parameters mean what the model means

@@ -52,7 +52,8 @@ class Paths {
   // The links from rank `from` to rank `to` (or kLocal), each with the
   // weight of the bytes crossing it (Costs' CPU weights; 1 elsewhere).
   std::vector<Hop> weighted_route(int from, int to, bool reducing) const;
-  double latency(const std::vector<Hop>& hops) const;  // the sum of the links' latencies
+  // The links' latencies, and a message within a core its turn (Costs::turn_s).
+  double latency(const std::vector<Hop>& hops) const;
   Path one(int unit, int to, bool reducing) const;
   // Every member's message of class cls, counted by group; the mean latency
   // (the longest under listed classes).

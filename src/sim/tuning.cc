@@ -32,7 +32,7 @@ void check_weights(const Cluster& c, const Tuning& tuning, const algo::LinkModel
   for (const auto& [name, field, zero_ok, most, expected] : weights) {
     if (tnet.*field != net0.*field)
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".", name,
-           ": the weights are the node class's (", c.node_class, ".", name, ")");
+           ": the CPU ranks' weights and turn are the node class's (", c.node_class, ".", name, ")");
     const double set = tin.*field;
     if (set == in0.*field) continue;
     if (c.memory_bytes_per_s <= 0)

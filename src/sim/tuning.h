@@ -31,8 +31,8 @@ struct Tuning {
 // chunk is the class's that prices the run, as in coll: the network's when
 // the ranks span nodes. gpu_latency and hop_latency come in as the cluster
 // file's and go out as the tuning makes them. The node class's cores,
-// caches, node_beta and copy weights are for nodes of CPU ranks
-// (node.memory_gbps); the weights are the node class's only.
+// caches, node_beta, copy weights and turn are for nodes of CPU ranks
+// (node.memory_gbps); the weights and the turn are the node class's only.
 // kInvalidArgument for a bad line or a value that cannot be.
 void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double& hop_latency, bool one_node);
 
@@ -44,7 +44,7 @@ inline bool has_cache(const Cluster& c) { return c.cache_bytes > 0 && c.cache_by
 // The cluster's two caches into a link model's terms (ns per byte), and back.
 void caches_to_model(const Cluster& c, algo::LinkModel& m);
 void set_caches(Cluster& c, const algo::LinkModel& m);
-// The CPU ranks' copy weights (Costs) into a link model, and back.
+// The CPU ranks' copy weights and turn (Costs) into a link model, and back.
 void weights_to_model(const Cluster& c, algo::LinkModel& m);
 void set_weights(Cluster& c, const algo::LinkModel& m);
 // The cluster as a collective whose buffers hold `bytes` on each rank

@@ -148,7 +148,7 @@ TEST(Memory, ACopysWeightOnACoreIsTheTuningFiles) {
   // A weight of 0, one of the network's class, or on nodes of GPUs: refused.
   EXPECT_NE(tuning_error(cpu_node(), "shm.local_weight = 0\n").find("shm.local_weight is 0; a weight above 0"),
             std::string::npos);
-  EXPECT_NE(tuning_error(cpu_node(), "tcp.reduce_weight = 2\n").find("the weights are the node class's"),
+  EXPECT_NE(tuning_error(cpu_node(), "tcp.reduce_weight = 2\n").find("weights and turn are the node class's"),
             std::string::npos);
   EXPECT_NE(tuning_error(without_memory(cpu_node()), "shm.same_core_read_weight = 0.5\n")
                 .find("shm.same_core_read_weight is for nodes of CPU ranks"),
@@ -177,18 +177,23 @@ TEST(Memory, AMessageWithinACoreWaitsForTheTurnsOfTheCoresOtherRanks) {
   EXPECT_NEAR(simulate(pairs({{0, 2}}), four.fabric, four.costs).seconds -
                   simulate(pairs({{0, 2}}), four_plain.fabric, four_plain.costs).seconds,
               3e-6, 1e-12);
-  // A run that uses the symmetry waits as one that does not.
+  // On 2 nodes of 8, a run that uses the symmetry waits as one that simulates every rank.
+  const Cluster two = parse_cluster(cpu_node(2, 8), "t", 0, &t),
+                two_plain = parse_cluster(cpu_node(2, 8), "t", 0, &no_turn);
   CollectiveRun run{algo::Collective::kAllreduce, 64 << 10, 4, "halving_doubling"};
   run.symmetry = CollectiveRun::Symmetry::kNever;
-  const double every = predict(c, run).result.seconds;
-  EXPECT_GT(every, predict(plain, run).result.seconds + 2 * 9e-6);  // two steps within a core, each way
+  const double every = predict(two, run).result.seconds;
+  EXPECT_GT(every, predict(two_plain, run).result.seconds + 2 * 9e-6);  // two steps within a core, each way
   run.symmetry = CollectiveRun::Symmetry::kUse;
-  EXPECT_NEAR(predict(c, run).result.seconds, every, every * 1e-6);
+  const Prediction sym = predict(two, run);
+  ASSERT_GT(sym.symmetric_classes, 0);
+  EXPECT_NEAR(sym.result.seconds, every, every * 1e-6);
   // 0 turns it off; more than 10 ms, one of the network's class, or on nodes of GPUs: refused.
   EXPECT_EQ(tuning_error(cpu_node(), "shm.turn_us = 0\n"), "accepted");
   EXPECT_NE(tuning_error(cpu_node(), "shm.turn_us = 20000\n").find("shm.turn_us is 20000; a time of 0 to 10000"),
             std::string::npos);
-  EXPECT_NE(tuning_error(cpu_node(), "tcp.turn_us = 2\n").find("the weights are the node class's"), std::string::npos);
+  EXPECT_NE(tuning_error(cpu_node(), "tcp.turn_us = 2\n").find("weights and turn are the node class's"),
+            std::string::npos);
   EXPECT_NE(tuning_error(without_memory(cpu_node()), "shm.turn_us = 2\n").find("shm.turn_us is for nodes of CPU ranks"),
             std::string::npos);
 }
