@@ -54,8 +54,7 @@ std::vector<Hop> Paths::weighted_route(int from, int to, bool reducing) const {
   if (to == kLocal) {
     for (Hop& h : hops) h.weight = costs_.local_weight * reduce;
   } else {
-    const bool same_core = route.front() == route.back();
-    hops.back().weight = reduce * (same_core ? costs_.same_core_read_weight : 1);
+    hops.back().weight = reduce * (within_core(hops) ? costs_.same_core_read_weight : 1);
   }
   return hops;
 }
@@ -63,8 +62,8 @@ std::vector<Hop> Paths::weighted_route(int from, int to, bool reducing) const {
 double Paths::latency(const std::vector<Hop>& hops) const {
   double s = 0;
   for (const Hop& h : hops) s += fabric_.link(h.link).latency_s;
-  // Between two CPU ranks of one core ([core, memory, core]): the receiver runs after the core's other ranks.
-  if (!ranks_on_core_.empty() && hops.size() > 1 && hops.front().link == hops.back().link)
+  // The receiver runs after the core's other ranks.
+  if (!ranks_on_core_.empty() && within_core(hops))
     s += costs_.turn_s * (ranks_on_core_[static_cast<size_t>(hops.back().link)] - 1);
   return s;
 }

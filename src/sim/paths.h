@@ -52,6 +52,10 @@ class Paths {
   // The links from rank `from` to rank `to` (or kLocal), each with the
   // weight of the bytes crossing it (Costs' CPU weights; 1 elsewhere).
   std::vector<Hop> weighted_route(int from, int to, bool reducing) const;
+  // A message between two CPU ranks of one core: [core, memory, core].
+  static bool within_core(const std::vector<Hop>& hops) {
+    return hops.size() > 1 && hops.front().link == hops.back().link;
+  }
   // The links' latencies, and a message within a core its turn (Costs::turn_s).
   double latency(const std::vector<Hop>& hops) const;
   Path one(int unit, int to, bool reducing) const;

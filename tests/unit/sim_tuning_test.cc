@@ -47,12 +47,13 @@ algo::Schedule one_step(algo::OpKind kind, int peer, size_t bytes) {
   return s;
 }
 
-// 1 MiB from each `from` to its `to`, on 4 ranks.
-std::vector<algo::Schedule> pairs(const std::vector<std::pair<int, int>>& messages) {
-  std::vector<algo::Schedule> s(4);
+// `bytes` from each `from` to its `to`, on `ranks` ranks.
+std::vector<algo::Schedule> pairs(const std::vector<std::pair<int, int>>& messages, int ranks = 4,
+                                  size_t bytes = 1 << 20) {
+  std::vector<algo::Schedule> s(static_cast<size_t>(ranks));
   for (auto [from, to] : messages) {
-    s[static_cast<size_t>(from)].steps.push_back(one_step(algo::OpKind::kSend, to, 1 << 20).steps[0]);
-    s[static_cast<size_t>(to)].steps.push_back(one_step(algo::OpKind::kRecv, from, 1 << 20).steps[0]);
+    s[static_cast<size_t>(from)].steps.push_back(one_step(algo::OpKind::kSend, to, bytes).steps[0]);
+    s[static_cast<size_t>(to)].steps.push_back(one_step(algo::OpKind::kRecv, from, bytes).steps[0]);
   }
   return s;
 }
@@ -158,25 +159,18 @@ TEST(Memory, ACopysWeightOnACoreIsTheTuningFiles) {
 TEST(Memory, AMessageWithinACoreWaitsForTheTurnsOfTheCoresOtherRanks) {
   // 8 ranks on 2 cores: 0, 2, 4, 6 on core 0. A message from 0 to 2 waits 3 us for each of the 3 others.
   const Tuning t{"shm.cores = 2\nshm.turn_us = 3\n", "t"}, no_turn{"shm.cores = 2\n", "t"};
-  const Cluster c = parse_cluster(cpu_node(1, 8), "t", 0, &t), plain = parse_cluster(cpu_node(1, 8), "t", 0, &no_turn);
-  const auto message = [](int from, int to) {
-    std::vector<algo::Schedule> s(8);
-    s[static_cast<size_t>(from)] = one_step(algo::OpKind::kSend, to, 4);
-    s[static_cast<size_t>(to)] = one_step(algo::OpKind::kRecv, from, 4);
-    return s;
+  // How much longer one message takes with the turn than without.
+  const auto waits = [&](int ranks, int from, int to, size_t bytes) {
+    const Cluster c = parse_cluster(cpu_node(1, ranks), "t", 0, &t);
+    const Cluster plain = parse_cluster(cpu_node(1, ranks), "t", 0, &no_turn);
+    const std::vector<algo::Schedule> s = pairs({{from, to}}, ranks, bytes);
+    return simulate(s, c.fabric, c.costs).seconds - simulate(s, plain.fabric, plain.costs).seconds;
   };
-  const auto waits = [&](int from, int to) {
-    return simulate(message(from, to), c.fabric, c.costs).seconds -
-           simulate(message(from, to), plain.fabric, plain.costs).seconds;
-  };
-  EXPECT_NEAR(waits(0, 2), 9e-6, 1e-12);
-  EXPECT_NEAR(waits(6, 0), 9e-6, 1e-12);
-  EXPECT_NEAR(waits(0, 1), 0, 1e-12);  // between cores: no turn to wait for
-  // 4 ranks on 2 cores: one other rank each.
-  const Cluster four = parse_cluster(cpu_node(), "t", 0, &t), four_plain = parse_cluster(cpu_node(), "t", 0, &no_turn);
-  EXPECT_NEAR(simulate(pairs({{0, 2}}), four.fabric, four.costs).seconds -
-                  simulate(pairs({{0, 2}}), four_plain.fabric, four_plain.costs).seconds,
-              3e-6, 1e-12);
+  EXPECT_NEAR(waits(8, 0, 2, 4), 9e-6, 1e-12);
+  EXPECT_NEAR(waits(8, 6, 0, 4), 9e-6, 1e-12);
+  EXPECT_NEAR(waits(8, 0, 1, 4), 0, 1e-12);  // between cores: no turn to wait for
+  // 4 ranks on 2 cores: one other rank each, whatever the message's size.
+  EXPECT_NEAR(waits(4, 0, 2, 1 << 20), 3e-6, 1e-12);
   // On 2 nodes of 8, a run that uses the symmetry waits as one that simulates every rank.
   const Cluster two = parse_cluster(cpu_node(2, 8), "t", 0, &t),
                 two_plain = parse_cluster(cpu_node(2, 8), "t", 0, &no_turn);
