@@ -26,8 +26,9 @@ struct Costs {
   double local_weight = 1;
   double reduce_weight = 1;
   double same_core_read_weight = 1;
-  // A message between two ranks of one core: its latency grows by this for
-  // each other rank on that core (they take turns; the receiver waits for its).
+  // A message to a CPU rank of its node: its latency grows by this for each
+  // other rank on the receiver's core (they take turns; the receiver waits
+  // for its, wherever the sender runs).
   double turn_s = 0;
 };
 

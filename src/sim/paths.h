@@ -56,7 +56,7 @@ class Paths {
   static bool within_core(const std::vector<Hop>& hops) {
     return hops.size() > 1 && hops.front().link == hops.back().link;
   }
-  // The links' latencies, and a message within a core its turn (Costs::turn_s).
+  // The links' latencies, and a message to a rank of a shared core its turn (Costs::turn_s).
   double latency(const std::vector<Hop>& hops) const;
   Path one(int unit, int to, bool reducing) const;
   // Every member's message of class cls, counted by group; the mean latency
@@ -67,7 +67,8 @@ class Paths {
   const Symmetry& sym_;
   const Costs costs_;
   std::vector<double> capacity_;
-  std::vector<int> ranks_on_core_;  // by link: the CPU ranks whose core it is (with Costs::turn_s only)
+  // By link: the CPU ranks whose core it is (0 for every other link; with Costs::turn_s only).
+  std::vector<int> ranks_on_core_;
   // Links of one kind and one capacity form a group (a failed cable, a
   // partly filled leaf: a group of their own), which shares its load evenly;
   // a node's NICs only with those of nodes alike (Symmetry::alike_links).

@@ -156,8 +156,8 @@ TEST(Memory, ACopysWeightOnACoreIsTheTuningFiles) {
             std::string::npos);
 }
 
-TEST(Memory, AMessageWithinACoreWaitsForTheTurnsOfTheCoresOtherRanks) {
-  // 8 ranks on 2 cores: 0, 2, 4, 6 on core 0. A message from 0 to 2 waits 3 us for each of the 3 others.
+TEST(Memory, AMessageWaitsForTheTurnsOfTheOtherRanksOfItsReceiversCore) {
+  // 8 ranks on 2 cores: 0, 2, 4, 6 on core 0. A message to 2 waits 3 us for each of the 3 others.
   const Tuning t{"shm.cores = 2\nshm.turn_us = 3\n", "t"}, no_turn{"shm.cores = 2\n", "t"};
   // How much longer one message takes with the turn than without.
   const auto waits = [&](int ranks, int from, int to, size_t bytes) {
@@ -168,16 +168,23 @@ TEST(Memory, AMessageWithinACoreWaitsForTheTurnsOfTheCoresOtherRanks) {
   };
   EXPECT_NEAR(waits(8, 0, 2, 4), 9e-6, 1e-12);
   EXPECT_NEAR(waits(8, 6, 0, 4), 9e-6, 1e-12);
-  EXPECT_NEAR(waits(8, 0, 1, 4), 0, 1e-12);  // between cores: no turn to wait for
+  EXPECT_NEAR(waits(8, 0, 1, 4), 9e-6, 1e-12);  // from the other core, the same
   // 4 ranks on 2 cores: one other rank each, whatever the message's size.
   EXPECT_NEAR(waits(4, 0, 2, 1 << 20), 3e-6, 1e-12);
+  EXPECT_NEAR(waits(4, 1, 2, 1 << 20), 3e-6, 1e-12);
+  // 3 ranks on 2 cores: 0 and 2 share core 0, 1 has core 1 to itself. The receiver's core counts.
+  EXPECT_NEAR(waits(3, 1, 0, 4), 3e-6, 1e-12);
+  EXPECT_NEAR(waits(3, 0, 1, 4), 0, 1e-12);
+  EXPECT_NEAR(waits(3, 2, 1, 4), 0, 1e-12);
+  // A core each: nothing to wait for.
+  EXPECT_NEAR(waits(2, 0, 1, 4), 0, 1e-12);
   // On 2 nodes of 8, a run that uses the symmetry waits as one that simulates every rank.
   const Cluster two = parse_cluster(cpu_node(2, 8), "t", 0, &t),
                 two_plain = parse_cluster(cpu_node(2, 8), "t", 0, &no_turn);
   CollectiveRun run{algo::Collective::kAllreduce, 64 << 10, 4, "halving_doubling"};
   run.symmetry = CollectiveRun::Symmetry::kNever;
   const double every = predict(two, run).result.seconds;
-  EXPECT_GT(every, predict(two_plain, run).result.seconds + 2 * 9e-6);  // two steps within a core, each way
+  EXPECT_GT(every, predict(two_plain, run).result.seconds + 2 * 9e-6);  // at least two steps in a node, each way
   run.symmetry = CollectiveRun::Symmetry::kUse;
   const Prediction sym = predict(two, run);
   ASSERT_GT(sym.symmetric_classes, 0);
