@@ -3,13 +3,13 @@
 # allreduce algorithm on 2, 4 and 8 ranks over shared memory, 64 KiB to 64
 # MiB, with the link parameters of a tuning file (scripts/calibrate.sh).
 # Writes OUT/check.csv (where, ranks, algorithm, bytes, predicted and
-# measured microseconds, error; with -r again_us, again_error) and prints
-# the table and how many predictions fall within 20% (docs/SIMULATION.md,
-# "Calibration"). Each measurement is the
-# fastest of 3 runs (CALIBRATE_ROUNDS) of 40 iterations (CALIBRATE_ITERS), as
-# in the calibration (scripts/perf-best.sh says why), with the ranks bound to
-# the cores as the model places them (collrun --bind-to core; the emulated
-# nodes' ranks are not bound).
+# measured microseconds, error; with -r again_us, again_error), its plot
+# OUT/check.svg (collsim --plot-check), and prints the table and how many
+# predictions fall within 20% (docs/SIMULATION.md, "Calibration"). Each
+# measurement is the fastest of 3 runs (CALIBRATE_ROUNDS) of 40 iterations
+# (CALIBRATE_ITERS), as in the calibration (scripts/perf-best.sh says why),
+# with the ranks bound to the cores as the model places them (collrun
+# --bind-to core; the emulated nodes' ranks are not bound).
 #
 #   scripts/sim-check.sh [-t TUNING] [-n "2 4 8"] [-a "ring tree ..."] [-o OUT] [-e RATE] [-r]
 #     -t TUNING   the tuning file (default: calibrate first, into OUT/tuning.txt)
@@ -27,7 +27,7 @@ algos="ring tree halving_doubling recursive_doubling direct"
 while getopts "t:n:a:o:e:rh" opt; do
   case $opt in
     t) tuning=$OPTARG ;; n) ranks=$OPTARG ;; a) algos=$OPTARG ;; o) out=$OPTARG ;; e) emulated=$OPTARG ;;
-    r) again=1 ;; h) sed -n '2,20p' "$0"; exit 0 ;; *) exit 2 ;;
+    r) again=1 ;; h) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;; *) exit 2 ;;
   esac
 done
 # Paths as the caller gave them, from where it called.
@@ -93,6 +93,7 @@ while IFS=, read -r where n a cluster bytes measured; do
       printf "\n"}'
 done < "$out/measured.csv" 3< "$again_file" >> "$out/check.csv"
 rm -f "$out/measured.csv" "$out/again.csv"
+"$build/tools/collsim" --plot-check "$out/check.csv" --svg "$out/check.svg" > /dev/null
 
 awk -F, 'function off(x) {return x < 0 ? -x : x}
   NR > 1 {ok += (off($7) <= 0.2); all++
@@ -107,4 +108,4 @@ awk -F, 'function off(x) {return x < 0 ? -x : x}
     if (NF >= 9)
       printf "the second sweep within 20%% of the first: %d of %d; the prediction within 20%% of both: %d\n", same, all, held}' \
   "$out/check.csv"
-echo "sim-check: $out/check.csv" >&2
+echo "sim-check: $out/check.csv, plotted in $out/check.svg" >&2

@@ -15,6 +15,7 @@
 // parameters scripts/calibrate.sh measured; --fit is how it fits them.
 #include "algorithms/select.h"
 #include "base/error.h"
+#include "sim/check_plot.h"
 #include "sim/collective_run.h"
 #include "sim/explain.h"
 #include "sim/failures.h"
@@ -23,6 +24,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -54,7 +56,8 @@ struct Options {
   std::string svg;
   std::string symmetry = "auto";
   std::string tuning;
-  std::string fit;  // measured runs
+  std::string fit;         // measured runs
+  std::string plot_check;  // scripts/sim-check.sh's check.csv
 };
 
 void usage(FILE* out) {
@@ -62,6 +65,7 @@ void usage(FILE* out) {
                "usage: collsim --cluster FILE [--collective C] [--algo NAME|auto] [--size BYTES] [--ranks N]\n"
                "               [--timeline FILE.csv|FILE.json] [--sweep FILE.svg [--min-size BYTES]] [--failures H]\n"
                "       collsim --explain ALGO [-n P] [--per-node L] [--size BYTES] [--collective C] [--svg FILE]\n"
+               "       collsim --plot-check CHECK.csv --svg FILE\n"
                "  --cluster FILE    the cluster, as JSON (examples/clusters/)\n"
                "  --collective C    allreduce (default), broadcast, reduce, allgather, reduce_scatter, alltoall\n"
                "  --algo NAME       ring, tree, halving_doubling, hierarchical, ...; auto (default): coll's choice\n"
@@ -78,6 +82,8 @@ void usage(FILE* out) {
                "  --explain ALGO    the algorithm step by step on -n P ranks (4; --per-node L: nodes of L),\n"
                "                    and its cost formula with the numbers in; --cluster optional\n"
                "  --svg FILE        with --explain: the same as an animation, for a browser\n"
+               "  --plot-check CSV  scripts/sim-check.sh's predictions against its measurements, drawn\n"
+               "                    into --svg FILE\n"
                "  --failures H      each network cable failing after H hours on average: when the first fails,\n"
                "                    and each algorithm's time with one cable of its busiest switch link gone\n");
 }
@@ -127,6 +133,8 @@ Options parse(int argc, char** argv) {
       o.svg = value();
     else if (a == "--fit")
       o.fit = value();
+    else if (a == "--plot-check")
+      o.plot_check = value();
     else if (a == "--tuning")
       o.tuning = value();
     else if (a == "--ranks")
@@ -149,7 +157,9 @@ Options parse(int argc, char** argv) {
     else
       usage(stderr), die("unknown argument '" + a + "'");
   }
-  if (o.cluster.empty() && o.explain.empty()) usage(stderr), die("--cluster FILE is required (or --explain ALGO)");
+  if (!o.plot_check.empty() && o.svg.empty()) die("--plot-check needs --svg FILE to draw into");
+  if (o.cluster.empty() && o.explain.empty() && o.plot_check.empty())
+    usage(stderr), die("--cluster FILE is required (or --explain ALGO, or --plot-check CSV)");
   return o;
 }
 
@@ -329,12 +339,17 @@ int run_explain(const Options& o) {
   return 0;
 }
 
-int run_fit(const Options& o) {
-  std::ifstream in(o.fit);
-  if (!in) die("--fit " + o.fit + " cannot be read");
+// The whole of the file an option names.
+std::string read_all(const std::string& option, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) die(option + " " + path + " cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  const std::vector<coll::sim::Measured> runs = coll::sim::parse_measured(text.str(), o.fit);
+  return text.str();
+}
+
+int run_fit(const Options& o) {
+  const std::vector<coll::sim::Measured> runs = coll::sim::parse_measured(read_all("--fit", o.fit), o.fit);
   const std::string node_class = coll::sim::load_cluster(o.cluster, 0, o.tuning).node_class;
   const coll::sim::FitResult r =
       coll::sim::fit_node_class([&](int ranks) { return coll::sim::load_cluster(o.cluster, ranks, o.tuning); }, runs);
@@ -351,11 +366,22 @@ int run_fit(const Options& o) {
   return 0;
 }
 
+int run_plot_check(const Options& o) {
+  const std::vector<coll::sim::CheckPoint> points =
+      coll::sim::parse_check(read_all("--plot-check", o.plot_check), o.plot_check);
+  std::ofstream svg(o.svg);
+  if (!(svg << coll::sim::check_svg(points, "collsim against coll_perf"))) die("cannot write " + o.svg);
+  const size_t within = static_cast<size_t>(std::count_if(points.begin(), points.end(), coll::sim::within_20_percent));
+  std::printf("plot: %s (%zu of %zu within 20%%)\n", o.svg.c_str(), within, points.size());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
     if (!o.explain.empty()) return run_explain(o);
     if (!o.fit.empty()) return run_fit(o);
+    if (!o.plot_check.empty()) return run_plot_check(o);
     const coll::sim::Cluster cluster = coll::sim::load_cluster(o.cluster, o.ranks, o.tuning);
     coll::sim::CollectiveRun run;
     run.collective = collective_of(o.collective);

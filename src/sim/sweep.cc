@@ -3,6 +3,7 @@
 #include "algorithms/select.h"
 #include "base/error.h"
 #include "sim/appendf.h"
+#include "sim/svg_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,25 +59,6 @@ Sweep sweep(const Cluster& cluster, const CollectiveRun& base, size_t min_bytes,
   }
   return s;
 }
-
-namespace {
-
-std::string size_label(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
-  char text[32];
-  std::snprintf(text, sizeof text, "%g %s", bytes, units[u]);
-  return text;
-}
-
-std::string escaped(const std::string& text) {
-  std::string out;
-  for (char ch : text) out += ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : std::string(1, ch);
-  return out;
-}
-
-}  // namespace
 
 std::string sweep_svg(const Sweep& s, const std::string& title) {
   const double w = 800, h = 480, left = 70, right = 170, top = 40, bottom = 50;

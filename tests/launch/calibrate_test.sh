@@ -64,6 +64,9 @@ CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build CALIBRATE_ITERS=2 CALIBRATE_ROUN
   fail "sim-check's rows: $(cat "$tmp/check/check.csv")"
 grep -qE "^within 20%: [0-6] of 6$" "$tmp/out" && grep -qE "^the second sweep within 20% of the first: [0-6] of 6;" "$tmp/out" ||
   fail "sim-check's summary: $(tail -3 "$tmp/out")"
+grep -qE "collsim against coll_perf: [0-6] of 6 within 20%" "$tmp/check/check.svg" &&
+  [ "$(grep -c '<title>shm, 2 ranks, ring, ' "$tmp/check/check.svg")" -eq 6 ] ||
+  fail "sim-check's plot: $(head -c 600 "$tmp/check/check.svg")"
 
 echo "== errors name the file and line"
 printf 'allgather ring 2 65536\n' > "$tmp/bad.runs"

@@ -75,9 +75,12 @@ grep -q "a_in = " <<<"$out" || fail "hierarchical explains both links: $out"
 
 echo "== the animation renders in a browser (headless Chromium): not blank, the reductions drawn"
 command -v chromium > /dev/null || fail "chromium is not installed (scripts/install-deps.sh installs it)"
-timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=560,600 \
-  --user-data-dir="$tmp/chromium" --screenshot="$tmp/ring.png" "file://$tmp/ring.svg" > "$tmp/chromium.log" 2>&1 ||
-  fail "chromium failed: $(tail -5 "$tmp/chromium.log")"
+screenshot() {  # SVG PNG WIDTH,HEIGHT
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size="$3" \
+    --user-data-dir="$tmp/chromium" --screenshot="$2" "file://$1" > "$tmp/chromium.log" 2>&1 ||
+    fail "chromium failed on $1: $(tail -5 "$tmp/chromium.log")"
+}
+screenshot "$tmp/ring.svg" "$tmp/ring.png" 560,600
 /usr/bin/python3 - "$tmp/ring.png" <<'PY' || fail "the screenshot of the animation is blank or has no red arrows"
 import sys
 from PIL import Image
@@ -87,6 +90,25 @@ drawn = sum(1 for p in pixels if p != (255, 255, 255))
 red = sum(1 for r, g, b in pixels if r > 180 and g < 90 and b < 90)  # round 1 of the ring: reductions
 print(f"{drawn} of {len(pixels)} pixels drawn, {red} red")
 sys.exit(0 if drawn > 0.01 * len(pixels) and red > 200 else 1)
+PY
+
+echo "== sim-check's table as a plot: every run a point, the misses squares, and it renders"
+printf '%s\n' "where,ranks,algorithm,bytes,predicted_us,measured_us,error" "shm,2,ring,65536,10.0,8.0,+0.250" \
+  "shm,2,tree,65536,8.0,8.0,+0.000" "shm,4,ring,1048576,90.0,100.0,-0.100" > "$tmp/check.csv"
+out=$("$collsim" --plot-check "$tmp/check.csv" --svg "$tmp/check.svg") || fail "--plot-check: $out"
+grep -q "2 of 3 within 20%" <<<"$out" || fail "--plot-check's count: $out"
+[ "$(grep -c '<title>shm, ' "$tmp/check.svg")" -eq 3 ] || fail "--plot-check's points: $(cat "$tmp/check.svg")"
+grep -q '<rect [^>]*><title>shm, 2 ranks, ring, 64 KiB' "$tmp/check.svg" || fail "the miss is not a square"
+screenshot "$tmp/check.svg" "$tmp/check.png" 800,420
+/usr/bin/python3 - "$tmp/check.png" <<'PY' || fail "the screenshot of the plot is blank or has no band"
+import sys
+from PIL import Image
+img = Image.open(sys.argv[1]).convert("RGB")
+pixels = list(img.getdata())
+drawn = sum(1 for p in pixels if p != (255, 255, 255))
+band = sum(1 for p in pixels if p == (0xE3, 0xF2, 0xE3))  # the ±20% band
+print(f"{drawn} of {len(pixels)} pixels drawn, {band} in the band")
+sys.exit(0 if drawn > 0.01 * len(pixels) and band > 1000 else 1)
 PY
 
 echo "== errors name the argument"
@@ -101,6 +123,9 @@ check_error() {  # expected text, then the arguments
   grep -qF -- "$want" <<<"$err" || fail "no '$want' in: $err"
 }
 check_error "--cluster FILE is required" --size 1M
+check_error "--plot-check needs --svg FILE" --plot-check "$tmp/check.csv"
+printf 'ranks,bytes\n' > "$tmp/bad.csv"
+check_error "bad.csv:1: expected the header" --plot-check "$tmp/bad.csv" --svg "$tmp/bad.svg"
 check_error "--algo 'nope': allreduce has" --cluster "$clusters/islands_4x4.json" --algo nope
 check_error "--collective 'gather'" --cluster "$clusters/islands_4x4.json" --collective gather
 check_error "cannot be read" --cluster "$tmp/none.json"
