@@ -4,6 +4,7 @@
 //           [--size 1G] [--ranks N] [--symmetry auto|on|off] [--timeline FILE.csv|FILE.json]
 //           [--sweep FILE.svg [--min-size 1K]] [--failures MTTF_HOURS] [--tuning FILE]
 //   collsim --cluster FILE --fit MEASURED     (scripts/calibrate.sh)
+//   collsim --plot-check CHECK.csv --svg FILE (scripts/sim-check.sh)
 //
 // Prints the predicted time, algbw and busbw (nccl-tests' definitions), the
 // busiest link, and the algorithm coll's selector would pick (auto). The
@@ -13,6 +14,7 @@
 // expected time to the first cable failure and each algorithm's slowdown
 // with one cable of its busiest switch link gone. --tuning gives the link
 // parameters scripts/calibrate.sh measured; --fit is how it fits them.
+// --plot-check draws sim-check's predictions against its measurements.
 #include "algorithms/select.h"
 #include "base/error.h"
 #include "sim/check_plot.h"
@@ -81,7 +83,8 @@ void usage(FILE* out) {
                "                    where gnuplot is installed)\n"
                "  --explain ALGO    the algorithm step by step on -n P ranks (4; --per-node L: nodes of L),\n"
                "                    and its cost formula with the numbers in; --cluster optional\n"
-               "  --svg FILE        with --explain: the same as an animation, for a browser\n"
+               "  --svg FILE        with --explain: the same as an animation, for a browser; with\n"
+               "                    --plot-check: the plot\n"
                "  --plot-check CSV  scripts/sim-check.sh's predictions against its measurements, drawn\n"
                "                    into --svg FILE\n"
                "  --failures H      each network cable failing after H hours on average: when the first fails,\n"
@@ -158,6 +161,8 @@ Options parse(int argc, char** argv) {
       usage(stderr), die("unknown argument '" + a + "'");
   }
   if (!o.plot_check.empty() && o.svg.empty()) die("--plot-check needs --svg FILE to draw into");
+  if (!o.plot_check.empty() && (!o.cluster.empty() || !o.explain.empty() || !o.fit.empty()))
+    die("--plot-check draws a file alone: leave out --cluster, --explain and --fit");
   if (o.cluster.empty() && o.explain.empty() && o.plot_check.empty())
     usage(stderr), die("--cluster FILE is required (or --explain ALGO, or --plot-check CSV)");
   return o;

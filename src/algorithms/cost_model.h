@@ -47,8 +47,8 @@ struct LinkModel {
   double reduce_weight = 1;
   double same_core_read_weight = 1;
   // The wait for a turn on a core (CPU ranks; only the simulator reads it):
-  // a message waits this long for each other rank on its receiver's core,
-  // before the receiver runs.
+  // a message inside a node waits this long for each other rank on its
+  // receiver's core, before the receiver runs.
   double turn_us = 0;
 
   // The parameters for a collective whose buffers (buffer_bytes) hold

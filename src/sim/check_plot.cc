@@ -161,29 +161,44 @@ void draw_legend(std::string& svg, const Layout& l, bool second_sweep) {
 std::vector<CheckPoint> parse_check(const std::string& text, const std::string& origin) {
   std::istringstream lines(text);
   std::string line;
-  if (!std::getline(lines, line) || line.rfind(kHeader, 0) != 0)
+  const auto next_line = [&] {
+    if (!std::getline(lines, line)) return false;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // written on Windows
+    return true;
+  };
+  // The columns by name: the first six always; error and again_us where the header has them.
+  const std::vector<std::string> want = split(kHeader);
+  const std::vector<std::string> header = next_line() ? split(line) : std::vector<std::string>{};
+  if (header.size() < want.size() || !std::equal(want.begin(), want.end(), header.begin()))
     fail(Code::kInvalidArgument, origin, ":1: expected the header '", kHeader,
          "...' that scripts/sim-check.sh writes, got '", line, "'");
+  const auto column = [&](const char* name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? std::string::npos : static_cast<size_t>(it - header.begin());
+  };
+  const size_t error_at = column("error"), again_at = column("again_us");
   std::vector<CheckPoint> points;
-  for (int number_of_line = 2; std::getline(lines, line); ++number_of_line) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  for (int number_of_line = 2; next_line(); ++number_of_line) {
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::vector<std::string> f = split(line);
+    const auto field = [&](size_t at, double* out) { return at < f.size() && number(f[at], out); };
     CheckPoint p;
     double ranks = 0, bytes = 0;
-    const bool ok = f.size() >= 6 && number(f[1], &ranks) && ranks >= 1 && number(f[3], &bytes) && bytes >= 0 &&
-                    number(f[4], &p.predicted_us) && p.predicted_us > 0 && number(f[5], &p.measured_us) &&
-                    p.measured_us > 0 && (f.size() < 7 || number(f[6], &p.error)) &&
-                    (f.size() < 8 || (number(f[7], &p.again_us) && p.again_us > 0));
+    // Whole ranks and bytes in range, times above 0.
+    const bool ok = f.size() >= want.size() && field(1, &ranks) && ranks >= 1 && ranks <= 1e9 &&
+                    ranks == std::floor(ranks) && field(3, &bytes) && bytes >= 0 && bytes <= 1e18 &&
+                    bytes == std::floor(bytes) && field(4, &p.predicted_us) && p.predicted_us > 0 &&
+                    field(5, &p.measured_us) && p.measured_us > 0 &&
+                    (error_at == std::string::npos || field(error_at, &p.error)) &&
+                    (again_at == std::string::npos || (field(again_at, &p.again_us) && p.again_us > 0));
     if (!ok)
       fail(Code::kInvalidArgument, origin, ":", number_of_line,
-           ": expected 'where,ranks,algorithm,bytes,predicted_us,measured_us[,error[,again_us,...]]' with times "
-           "above 0, got '",
-           line, "'");
+           ": expected a run in the header's columns (whole ranks and bytes, times above 0), got '", line, "'");
     p.where = f[0];
     p.ranks = static_cast<int>(ranks);
     p.algorithm = f[2];
     p.bytes = static_cast<size_t>(bytes);
-    if (f.size() < 7) p.error = p.predicted_us / p.measured_us - 1;
+    if (error_at == std::string::npos) p.error = p.predicted_us / p.measured_us - 1;
     points.push_back(p);
   }
   if (points.empty()) fail(Code::kInvalidArgument, origin, ": no runs after the header: nothing to plot");

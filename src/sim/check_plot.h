@@ -1,7 +1,7 @@
 // collsim's predictions against coll_perf's measurements, as
-// scripts/sim-check.sh writes them (check.csv), drawn as one plot: each
-// point is a run, measured across, predicted up, with the band where the
-// prediction is within 20% (docs/SIMULATION.md, "Predicted against measured").
+// scripts/sim-check.sh writes them (check.csv), drawn as a plot: how far
+// each run's prediction is off, against its size, with the band where it is
+// within 20% (docs/SIMULATION.md, "Predicted against measured").
 #pragma once
 
 #include <cstddef>
@@ -20,17 +20,18 @@ struct CheckPoint {
   double again_us = 0;  // the second sweep's measurement (sim-check -r); 0 without
 };
 
-// check.csv's rows; kInvalidArgument naming origin:line for a row that is
-// not one, or for a file without rows.
+// check.csv's rows, its columns found by the header's names (error and
+// again_us optional); kInvalidArgument naming origin:line for a header or a
+// row that is not one, or for a file without rows.
 std::vector<CheckPoint> parse_check(const std::string& text, const std::string& origin);
 
 // |error| <= 0.2.
 bool within_20_percent(const CheckPoint& p);
 
-// A self-contained SVG: log-log, the diagonal and its ±20% band, a colour
-// per algorithm and a shape per rank count (hollow between emulated nodes),
-// a second sweep's measurement as a grey line from the first's; each point
-// names itself on hover.
+// A self-contained SVG: a panel per place and rank count, the size across
+// (log), the error up (±50%, beyond on the edge) over the ±20% band; a
+// colour per algorithm, a miss a square, a grey line to the error against a
+// second sweep; each point names itself on hover.
 std::string check_svg(const std::vector<CheckPoint>& points, const std::string& title);
 
 }  // namespace coll::sim

@@ -26,9 +26,9 @@ struct Costs {
   double local_weight = 1;
   double reduce_weight = 1;
   double same_core_read_weight = 1;
-  // A message to a CPU rank of its node: its latency grows by this for each
-  // other rank on the receiver's core (they take turns; the receiver waits
-  // for its, wherever the sender runs).
+  // A message between two CPU ranks of one node: its latency grows by this
+  // for each other rank on the receiver's core (they take turns; the
+  // receiver waits for its, whichever core the sender is on).
   double turn_s = 0;
 };
 

@@ -62,8 +62,10 @@ std::vector<Hop> Paths::weighted_route(int from, int to, bool reducing) const {
 double Paths::latency(const std::vector<Hop>& hops) const {
   double s = 0;
   for (const Hop& h : hops) s += fabric_.link(h.link).latency_s;
-  // The receiver runs after its core's other ranks, wherever the sender is.
-  if (const int others = ranks_on_core_.empty() ? 0 : ranks_on_core_[static_cast<size_t>(hops.back().link)] - 1;
+  // The receiver runs after its core's other ranks, from whichever core of the node the sender is on (a
+  // message's last hop is the receiver's core inside a node; a NIC's, the memory's or none count no ranks).
+  if (const int others =
+          ranks_on_core_.empty() || hops.empty() ? 0 : ranks_on_core_[static_cast<size_t>(hops.back().link)] - 1;
       others > 0)
     s += costs_.turn_s * others;
   return s;

@@ -56,7 +56,7 @@ class Paths {
   static bool within_core(const std::vector<Hop>& hops) {
     return hops.size() > 1 && hops.front().link == hops.back().link;
   }
-  // The links' latencies, and a message to a rank of a shared core its turn (Costs::turn_s).
+  // The links' latencies, and a message inside a node to a rank of a shared core its turn (Costs::turn_s).
   double latency(const std::vector<Hop>& hops) const;
   Path one(int unit, int to, bool reducing) const;
   // Every member's message of class cls, counted by group; the mean latency

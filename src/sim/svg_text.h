@@ -16,10 +16,14 @@ inline std::string size_label(double bytes) {
   return text;
 }
 
-// Text as it may stand inside an SVG element.
+// Text as it may stand inside an SVG element (control characters, which
+// XML does not allow, dropped).
 inline std::string escaped(const std::string& text) {
   std::string out;
-  for (char ch : text) out += ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : std::string(1, ch);
+  for (char ch : text) {
+    if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n') continue;
+    out += ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : std::string(1, ch);
+  }
   return out;
 }
 

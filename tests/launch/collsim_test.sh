@@ -124,6 +124,7 @@ check_error() {  # expected text, then the arguments
 }
 check_error "--cluster FILE is required" --size 1M
 check_error "--plot-check needs --svg FILE" --plot-check "$tmp/check.csv"
+check_error "--plot-check draws a file alone" --plot-check "$tmp/check.csv" --svg "$tmp/x.svg" --cluster "$clusters/islands_4x4.json"
 printf 'ranks,bytes\n' > "$tmp/bad.csv"
 check_error "bad.csv:1: expected the header" --plot-check "$tmp/bad.csv" --svg "$tmp/bad.svg"
 check_error "--algo 'nope': allreduce has" --cluster "$clusters/islands_4x4.json" --algo nope

@@ -61,10 +61,13 @@ TEST(CheckPlot, ReadsTheRunsAndCountsThoseWithin20Percent) {
 
   const std::string svg = check_svg(points, "t");
   EXPECT_NE(svg.find("t: 2 of 4 within 20%"), std::string::npos);
-  // A panel for each place and rank count, in the file's order.
-  EXPECT_NE(svg.find("shm, 2 ranks"), std::string::npos);
-  EXPECT_NE(svg.find("shm, 8 ranks"), std::string::npos);
-  EXPECT_LT(svg.find("shm, 8 ranks"), svg.find("emulated, 4 ranks"));
+  // A panel for each place and rank count, in the file's order (its title, not a point's).
+  const size_t two = svg.find(">shm, 2 ranks</text>"), eight = svg.find(">shm, 8 ranks</text>"),
+               emulated = svg.find(">emulated, 4 ranks</text>");
+  ASSERT_NE(emulated, std::string::npos);
+  EXPECT_LT(two, eight);
+  EXPECT_LT(eight, emulated);
+  EXPECT_EQ(count(svg, " ranks</text>"), 3u);
   // A point for each run, named on hover; a miss is a square; no second sweep, no grey line.
   EXPECT_EQ(count(svg, "<title>"), 4u);
   EXPECT_NE(svg.find("<title>shm, 8 ranks, tree, 64 MiB: predicted 75.0 us, measured 100.0 us (-25%)</title>"),
@@ -95,14 +98,39 @@ TEST(CheckPlot, WithoutTheErrorColumnItIsComputed) {
   EXPECT_DOUBLE_EQ(points[0].error, -0.5);
 }
 
+TEST(CheckPlot, ColumnsAreFoundByName) {
+  // A column the plot does not know, where error would be: the error is computed, not read from it.
+  const std::vector<CheckPoint> points =
+      parse_check("where,ranks,algorithm,bytes,predicted_us,measured_us,ratio\r\nshm,2,ring,4,50,100,1.25\r\n", "c");
+  ASSERT_EQ(points.size(), 1u);  // and the line ends of Windows are read
+  EXPECT_DOUBLE_EQ(points[0].error, -0.5);
+  EXPECT_EQ(points[0].again_us, 0);
+}
+
+TEST(CheckPlot, TextFromTheFileCannotBreakTheSvg) {
+  const std::string svg = check_svg(parse_check(kHeader + "a<b&\x01"
+                                                          "c,2,ring,4,1.0,1.0,+0\n",
+                                                "c"),
+                                    "t");
+  EXPECT_NE(svg.find("a&lt;b&amp;c, 2 ranks</text>"), std::string::npos);
+  EXPECT_EQ(svg.find('\x01'), std::string::npos);
+}
+
 TEST(CheckPlot, AFileThatIsNotOneIsRefusedWithItsLine) {
   EXPECT_NE(error_of("ranks,bytes\n").find("check.csv:1: expected the header"), std::string::npos);
+  EXPECT_NE(error_of("where,ranks,algorithm,bytes,predicted_us,measured_usX\n").find("check.csv:1: expected"),
+            std::string::npos);
+  EXPECT_NE(error_of("").find("check.csv:1: expected the header"), std::string::npos);
   EXPECT_NE(error_of(kHeader).find("check.csv: no runs after the header"), std::string::npos);
   EXPECT_NE(error_of(kHeader + "shm,2,ring,4,1.0\n").find("check.csv:2: expected"), std::string::npos);
   EXPECT_NE(error_of(kHeader + "shm,2,ring,4,1.0,0,+0\n").find("check.csv:2: expected"), std::string::npos);
   EXPECT_NE(error_of(kHeader + "shm,2,ring,4,1.0,2.0,+0\nshm,two,ring,4,1,1,0\n").find("check.csv:3: expected"),
             std::string::npos);
   EXPECT_NE(error_of(kHeader + "shm,2,ring,4,1.0,1.0,x\n").find("check.csv:2: expected"), std::string::npos);
+  // Ranks and bytes whole and in range.
+  EXPECT_NE(error_of(kHeader + "shm,2.5,ring,4,1.0,1.0,+0\n").find("check.csv:2: expected"), std::string::npos);
+  EXPECT_NE(error_of(kHeader + "shm,2,ring,1e30,1.0,1.0,+0\n").find("check.csv:2: expected"), std::string::npos);
+  EXPECT_NE(error_of(kHeader + "shm,1e10,ring,4,1.0,1.0,+0\n").find("check.csv:2: expected"), std::string::npos);
   EXPECT_EQ(error_of(kHeader + "shm,2,ring,4,1.0,1.0,+0\n\n"), "accepted");
 }
 

@@ -178,6 +178,16 @@ TEST(Memory, AMessageWaitsForTheTurnsOfTheOtherRanksOfItsReceiversCore) {
   EXPECT_NEAR(waits(3, 2, 1, 4), 0, 1e-12);
   // A core each: nothing to wait for.
   EXPECT_NEAR(waits(2, 0, 1, 4), 0, 1e-12);
+  // Between nodes, nothing either: 0 on node 0 to 8, on node 1's shared core 0.
+  {
+    const Cluster c = parse_cluster(cpu_node(2, 8), "t", 0, &t),
+                  plain = parse_cluster(cpu_node(2, 8), "t", 0, &no_turn);
+    const std::vector<algo::Schedule> s = pairs({{0, 8}}, 16, 4);
+    EXPECT_NEAR(simulate(s, c.fabric, c.costs).seconds, simulate(s, plain.fabric, plain.costs).seconds, 1e-12);
+    const std::vector<algo::Schedule> inside = pairs({{8, 10}}, 16, 4);  // while inside node 1 it waits
+    EXPECT_NEAR(simulate(inside, c.fabric, c.costs).seconds - simulate(inside, plain.fabric, plain.costs).seconds, 9e-6,
+                1e-12);
+  }
   // On 2 nodes of 8, a run that uses the symmetry waits as one that simulates every rank.
   const Cluster two = parse_cluster(cpu_node(2, 8), "t", 0, &t),
                 two_plain = parse_cluster(cpu_node(2, 8), "t", 0, &no_turn);
