@@ -26,7 +26,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -376,8 +375,8 @@ int run_plot_check(const Options& o) {
       coll::sim::parse_check(read_all("--plot-check", o.plot_check), o.plot_check);
   std::ofstream svg(o.svg);
   if (!(svg << coll::sim::check_svg(points, "collsim against coll_perf"))) die("cannot write " + o.svg);
-  const size_t within = static_cast<size_t>(std::count_if(points.begin(), points.end(), coll::sim::within_20_percent));
-  std::printf("plot: %s (%zu of %zu within 20%%)\n", o.svg.c_str(), within, points.size());
+  std::printf("plot: %s (%zu of %zu within 20%%)\n", o.svg.c_str(), coll::sim::count_within_20_percent(points),
+              points.size());
   return 0;
 }
 

@@ -207,6 +207,10 @@ std::vector<CheckPoint> parse_check(const std::string& text, const std::string& 
 
 bool within_20_percent(const CheckPoint& p) { return std::abs(p.error) <= 0.2; }
 
+size_t count_within_20_percent(const std::vector<CheckPoint>& points) {
+  return static_cast<size_t>(std::count_if(points.begin(), points.end(), within_20_percent));
+}
+
 std::string check_svg(const std::vector<CheckPoint>& points, const std::string& title) {
   const Layout l(points);
   std::string svg;
@@ -214,9 +218,8 @@ std::string check_svg(const std::vector<CheckPoint>& points, const std::string& 
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" font-family=\"sans-serif\" "
           "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
           l.width(), l.height());
-  const size_t within = static_cast<size_t>(std::count_if(points.begin(), points.end(), within_20_percent));
   appendf(svg, "<text x=\"%g\" y=\"22\" font-size=\"14\">%s: %zu of %zu within 20%%</text>\n", l.left,
-          escaped(title).c_str(), within, points.size());
+          escaped(title).c_str(), count_within_20_percent(points), points.size());
   draw_panels(svg, l);
   draw_points(svg, l, points);
   draw_legend(svg, l, std::any_of(points.begin(), points.end(), [](const CheckPoint& p) { return p.again_us > 0; }));

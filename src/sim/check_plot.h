@@ -27,6 +27,8 @@ std::vector<CheckPoint> parse_check(const std::string& text, const std::string& 
 
 // |error| <= 0.2.
 bool within_20_percent(const CheckPoint& p);
+// How many of the points are within 20%.
+size_t count_within_20_percent(const std::vector<CheckPoint>& points);
 
 // A self-contained SVG: a panel per place and rank count, the size across
 // (log), the error up (±50%, beyond on the edge) over the ±20% band; a

@@ -58,6 +58,7 @@ TEST(CheckPlot, ReadsTheRunsAndCountsThoseWithin20Percent) {
   EXPECT_TRUE(within_20_percent(points[1]));
   EXPECT_FALSE(within_20_percent(points[2]));
   EXPECT_TRUE(within_20_percent(points[3]));
+  EXPECT_EQ(count_within_20_percent(points), 2u);
 
   const std::string svg = check_svg(points, "t");
   EXPECT_NE(svg.find("t: 2 of 4 within 20%"), std::string::npos);

@@ -159,11 +159,11 @@ TEST(Memory, ACopysWeightOnACoreIsTheTuningFiles) {
 TEST(Memory, AMessageWaitsForTheTurnsOfTheOtherRanksOfItsReceiversCore) {
   // 8 ranks on 2 cores: 0, 2, 4, 6 on core 0. A message to 2 waits 3 us for each of the 3 others.
   const Tuning t{"shm.cores = 2\nshm.turn_us = 3\n", "t"}, no_turn{"shm.cores = 2\n", "t"};
-  // How much longer one message takes with the turn than without.
-  const auto waits = [&](int ranks, int from, int to, size_t bytes) {
-    const Cluster c = parse_cluster(cpu_node(1, ranks), "t", 0, &t);
-    const Cluster plain = parse_cluster(cpu_node(1, ranks), "t", 0, &no_turn);
-    const std::vector<algo::Schedule> s = pairs({{from, to}}, ranks, bytes);
+  // How much longer one message takes with the turn than without, on `nodes` nodes of `ranks`.
+  const auto waits = [&](int ranks, int from, int to, size_t bytes, int nodes = 1) {
+    const Cluster c = parse_cluster(cpu_node(nodes, ranks), "t", 0, &t);
+    const Cluster plain = parse_cluster(cpu_node(nodes, ranks), "t", 0, &no_turn);
+    const std::vector<algo::Schedule> s = pairs({{from, to}}, nodes * ranks, bytes);
     return simulate(s, c.fabric, c.costs).seconds - simulate(s, plain.fabric, plain.costs).seconds;
   };
   EXPECT_NEAR(waits(8, 0, 2, 4), 9e-6, 1e-12);
@@ -178,16 +178,9 @@ TEST(Memory, AMessageWaitsForTheTurnsOfTheOtherRanksOfItsReceiversCore) {
   EXPECT_NEAR(waits(3, 2, 1, 4), 0, 1e-12);
   // A core each: nothing to wait for.
   EXPECT_NEAR(waits(2, 0, 1, 4), 0, 1e-12);
-  // Between nodes, nothing either: 0 on node 0 to 8, on node 1's shared core 0.
-  {
-    const Cluster c = parse_cluster(cpu_node(2, 8), "t", 0, &t),
-                  plain = parse_cluster(cpu_node(2, 8), "t", 0, &no_turn);
-    const std::vector<algo::Schedule> s = pairs({{0, 8}}, 16, 4);
-    EXPECT_NEAR(simulate(s, c.fabric, c.costs).seconds, simulate(s, plain.fabric, plain.costs).seconds, 1e-12);
-    const std::vector<algo::Schedule> inside = pairs({{8, 10}}, 16, 4);  // while inside node 1 it waits
-    EXPECT_NEAR(simulate(inside, c.fabric, c.costs).seconds - simulate(inside, plain.fabric, plain.costs).seconds, 9e-6,
-                1e-12);
-  }
+  // Between nodes, nothing either: 0 on node 0 to 8, on node 1's shared core 0; inside node 1 it waits.
+  EXPECT_NEAR(waits(8, 0, 8, 4, 2), 0, 1e-12);
+  EXPECT_NEAR(waits(8, 8, 10, 4, 2), 9e-6, 1e-12);
   // On 2 nodes of 8, a run that uses the symmetry waits as one that simulates every rank.
   const Cluster two = parse_cluster(cpu_node(2, 8), "t", 0, &t),
                 two_plain = parse_cluster(cpu_node(2, 8), "t", 0, &no_turn);
