@@ -22,8 +22,9 @@
 #         within a core, the turn of a rank on a shared core;
 #         docs/SIMULATION.md, "Calibration"), with the ranks
 #         on the cores they are bound to (shm.cores: the CPUs allowed, nproc)
-#   tcp   2-rank allgather from 1 MiB, t = alpha + (S/2) beta by least
-#         squares on the relative error (alpha at least shm's); gamma from
+#   tcp   alpha from the 2-rank allgather of 8 bytes (at least shm's),
+#         beta from the 2-rank allgather from 1 MiB, t = alpha + (S/2) beta
+#         by least squares on the relative error; gamma from
 #         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma; with -e
 #         node_beta, the node's one link that its 2 ranks share (a 4-rank
 #         allgather alternating between the nodes), which the selector reads
@@ -55,11 +56,12 @@ if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
 fi
 iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
 
-# measure TRANSPORT RANKS COLLECTIVE [ALGORITHM]: "bytes time_us" lines, each
-# size's fastest over $rounds runs (scripts/perf-best.sh), results unchecked
-# (the tests check them).
+# measure TRANSPORT RANKS COLLECTIVE [ALGORITHM [SIZE]]: "bytes time_us" lines,
+# each size's fastest over $rounds runs (scripts/perf-best.sh), results
+# unchecked (the tests check them); 64 KiB to 64 MiB, or SIZE alone, in many
+# short iterations.
 measure() {
-  local transport=$1 n=$2 collective=$3 algorithm=${4:-ring}
+  local transport=$1 n=$2 collective=$3 algorithm=${4:-ring} size=${5:-}
   # Each rank on a core of its own, or sharing in turn (rank r on core r mod C), as the fit's model has them:
   # left to the kernel, ranks that share cores land differently from run to run, and run at other speeds.
   local -a launch=("$build/tools/collrun" --bind-to core -n "$n")
@@ -72,23 +74,21 @@ measure() {
         "$build/tools/collrun" --nodes 2 --placement cyclic -n "$n")
     transport=tcp
   fi
-  local -a sweep=(-f 2 -n "$iters" -w 5) times=$rounds
+  local -a sweep=(-b 64K -e 64M -f 2 -n "$iters" -w 5) times=$rounds
   # Through the emulated links a size takes up to half a second and varies little: fewer, once.
-  [ "${launch[0]}" = scripts/emulate-cluster.sh ] && sweep=(-f 4 -n 5 -w 1) times=1 &&
-    [ "$collective" = allgather ] && [ "$n" -gt 2 ] && sweep=(-b 4M -f 4 -n 3 -w 1)
+  [ "${launch[0]}" = scripts/emulate-cluster.sh ] && sweep=(-b 64K -e 64M -f 4 -n 5 -w 1) times=1 &&
+    [ "$collective" = allgather ] && [ "$n" -gt 2 ] && sweep=(-b 4M -e 64M -f 4 -n 3 -w 1)
+  [ -n "$size" ] && sweep=(-b "$size" -e "$size" -n 200 -w 20)
   COLL_TRANSPORTS=$transport scripts/perf-best.sh "$times" "${launch[@]}" "$build/bench/coll_perf" \
-    -C "$collective" -a "$algorithm" -b 64K -e 64M "${sweep[@]}" -c 0
+    -C "$collective" -a "$algorithm" "${sweep[@]}" -c 0
 }
 
-# line FILE MIN: weighted least squares (weight 1/t^2, so that each point's
-# relative error counts) of t = a + (S/2) b over the file's "S t" lines from
-# S = MIN.
-line() {
-  awk -v min="$2" '$1 >= min {x = $1 / 2; t = $2; w = 1 / (t * t);
-      sw += w; sx += w * x; sxx += w * x * x; st += w * t; sxt += w * x * t}
-    END {d = sw * sxx - sx * sx; b = (sw * sxt - sx * st) / d; a = (st - b * sx) / sw;
-      if (a < 0) { a = 0; b = sxt / sxx }  # no negative latency: the line through 0
-      printf "%.6g %.6g\n", a, b * 1000}' "$1"
+# slope FILE MIN ALPHA: weighted least squares (weight 1/t^2, so that each
+# point's relative error counts) of t = ALPHA + (S/2) b over the file's "S t"
+# lines from S = MIN; b in ns a byte.
+slope() {
+  awk -v min="$2" -v a="$3" '$1 >= min {x = $1 / 2; t = $2; w = 1 / (t * t); sxr += w * x * (t - a); sxx += w * x * x}
+    END {printf "%.6g\n", sxr / sxx * 1000}' "$1"
 }
 
 tmp=$(mktemp -d)
@@ -122,22 +122,26 @@ echo "shm.cores = $(nproc)" > "$tmp/cores"
 transport=tcp
 [ -n "$emulated" ] && transport=tcp-emulated
 echo "calibrate: tcp: 2-rank allgather and allreduce${emulated:+ between emulated nodes}" >&2
+measure "$transport" 2 allgather ring 8 > "$tmp/tcp.lat"
 measure "$transport" 2 allgather > "$tmp/tcp.ag2"
 measure "$transport" 2 allreduce > "$tmp/tcp.ar2"
-# From 1 MiB, where the rate is the link's: fitted from 64 KiB between
-# emulated nodes, beta came out faster than the 1 Gbit/s link itself (7.80
-# ns/B for its 8.0) and every size from 1 MiB 6-14% slower than predicted. Alpha is
-# at least shm's: a message to another node costs its sender what one
-# inside does.
-read -r alpha beta < <(line "$tmp/tcp.ag2" 1048576)
+# Alpha is the 2-rank allgather of 8 bytes (a message each way), at least shm's: a message to another
+# node costs its sender what one inside does. Fitted as the intercept of the large sizes' line instead,
+# it came out 0.5 to 1.1 ms between emulated nodes (2026-12-06), where 8 bytes take 14 to 20 us: the
+# link's rate ramps up over the first megabytes, which is not a cost of every message.
+read -r _ latency < "$tmp/tcp.lat"
 shm_alpha=$(sed -n 's/^shm.alpha_us = //p' "$tmp/out")
-alpha=$(awk -v a="$alpha" -v s="$shm_alpha" 'BEGIN {printf "%.6g\n", (a > s ? a : s)}')
+alpha=$(awk -v a="$latency" -v s="$shm_alpha" 'BEGIN {printf "%.6g\n", (a > s ? a : s)}')
+# Beta from 1 MiB, where the rate is the link's: fitted from 64 KiB between emulated nodes, beta came
+# out faster than the 1 Gbit/s link itself (7.80 ns/B for its 8.0) and every size from 1 MiB 6-14%
+# slower than predicted.
+beta=$(slope "$tmp/tcp.ag2" 1048576 "$alpha")
 # gamma: t - 2 alpha - S beta = (S/2) g, weighted least squares of g.
 gamma=$(awk -v a="$alpha" -v b="$beta" '$1 >= 1048576 {x = $1 / 2; r = $2 - 2 * a - $1 * b / 1000; w = 1 / ($2 * $2);
     sxr += w * x * r; sxx += w * x * x}
   END {g = sxr / sxx * 1000; printf "%.6g\n", (g < 0 ? 0 : g)}' "$tmp/tcp.ar2")
 {
-  echo "# tcp: alpha and beta from the 2-rank allgather from 1 MiB, t = alpha + (S/2) beta (alpha at least shm's);"
+  echo "# tcp: alpha from the 2-rank allgather of 8 bytes (at least shm's), beta from 1 MiB, t = alpha + (S/2) beta;"
   echo "# gamma from the allreduce"
   echo "tcp.alpha_us = $alpha"
   echo "tcp.beta_ns_per_byte = $beta"

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# scripts/calibrate.sh -e between two emulated nodes, briefly (3 iterations,
-# 1 round, 4 Gbit/s links so that it is quick): tcp's alpha, beta and the
-# node's shared link (node_beta) are written, near the link's rate, and the
-# selector fed the file picks the tree on 2 nodes of 2 ranks at 16 MiB (the
-# node's ranks share its link: docs/SIMULATION.md, "Calibration"), as
-# collsim's auto does. Skips (77) without root or ip.
+# scripts/calibrate.sh -e between two emulated nodes at 1 Gbit/s, briefly (3
+# iterations, 1 round): tcp's alpha (a message's latency), beta and the
+# node's shared link (node_beta, both near the link's rate) are written, and
+# the selector fed the file picks the tree on 2 nodes of 2 ranks at 64 MiB
+# (the node's ranks share its link: docs/SIMULATION.md, "Calibration"), as
+# collsim's auto does. At 1 Gbit/s, not faster: on 2 cores a faster emulated
+# link is held back by the CPU (at 4 Gbit/s it reached 2 to 2.4 on
+# 2026-12-06), and the pick then follows the noise. Skips (77) without root
+# or ip.
 set -euo pipefail
 build=$1
 source_dir=$2
@@ -19,23 +22,26 @@ if [ "$probe" -eq 77 ]; then
   exit 77
 fi
 
-echo "== calibrate -e 4gbit"
+echo "== calibrate -e 1gbit"
 CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build CALIBRATE_ITERS=3 CALIBRATE_ROUNDS=1 \
-  scripts/calibrate.sh -n 3 -e 4gbit -o "$tmp/tuning.txt" > "$tmp/out" 2> "$tmp/err" || fail "calibrate: $(cat "$tmp/err")"
-grep -q "^# transports: shm over this node; tcp between 2 emulated nodes at 4gbit$" "$tmp/tuning.txt" ||
+  scripts/calibrate.sh -n 3 -e 1gbit -o "$tmp/tuning.txt" > "$tmp/out" 2> "$tmp/err" || fail "calibrate: $(cat "$tmp/err")"
+grep -q "^# transports: shm over this node; tcp between 2 emulated nodes at 1gbit$" "$tmp/tuning.txt" ||
   fail "no header naming the emulated link: $(head -4 "$tmp/tuning.txt")"
-# 4 Gbit/s is 2 ns a byte: a fit from 1.6 to 4 (the link's overheads; the CPU, where it binds first),
+# 1 Gbit/s is 8 ns a byte: a fit from 6.4 to 16 (the link's overheads; the CPU, where it binds first),
 # for one rank's flow and for the node's.
 for key in tcp.beta_ns_per_byte tcp.node_beta_ns_per_byte; do
   v=$(sed -n "s/^$key = //p" "$tmp/tuning.txt")
-  awk -v v="$v" 'BEGIN { exit !(v >= 1.6 && v <= 4) }' || fail "$key = '$v', expected 1.6 to 4 at 4 Gbit/s"
+  awk -v v="$v" 'BEGIN { exit !(v >= 6.4 && v <= 16) }' || fail "$key = '$v', expected 6.4 to 16 at 1 Gbit/s"
 done
+# Alpha is a message's latency (8 bytes took 14 to 20 us on 2026-12-06), not the large sizes' intercept (0.5 ms).
+v=$(sed -n "s/^tcp.alpha_us = //p" "$tmp/tuning.txt")
+awk -v v="$v" 'BEGIN { exit !(v > 0 && v < 200) }' || fail "tcp.alpha_us = '$v', expected a message's latency, under 200 us"
 
 echo "== the selector and collsim, fed it, pick the tree for 2 nodes of 2 ranks"
-out=$(scripts/emulate-cluster.sh -k 2 -r 4gbit -- env COLL_TUNING_FILE="$tmp/tuning.txt" COLL_DEBUG=INFO \
-  COLL_DEBUG_SUBSYS=COLL "$build/tools/collrun" --nodes 2 -n 4 "$build/bench/coll_perf" -b 16M -e 16M -n 1 -w 0 2>&1) ||
+out=$(scripts/emulate-cluster.sh -k 2 -r 1gbit -- env COLL_TUNING_FILE="$tmp/tuning.txt" COLL_DEBUG=INFO \
+  COLL_DEBUG_SUBSYS=COLL "$build/tools/collrun" --nodes 2 -n 4 "$build/bench/coll_perf" -b 64M -e 64M -n 1 -w 0 2>&1) ||
   fail "coll_perf: $out"
-grep -q "allreduce of ~16777216 bytes on 4 ranks (tcp): tree (cost model)" <<<"$out" || fail "not the tree: $out"
-"$build/tools/collsim" --cluster examples/clusters/emulated_2x2.json --tuning "$tmp/tuning.txt" --ranks 4 --size 16M |
+grep -q "allreduce of ~67108864 bytes on 4 ranks (tcp): tree (cost model)" <<<"$out" || fail "not the tree: $out"
+"$build/tools/collsim" --cluster examples/clusters/emulated_2x2.json --tuning "$tmp/tuning.txt" --ranks 4 --size 64M |
   grep -q "^  auto        tree " || fail "collsim's auto is not the tree"
 echo "calibrate_emulated_test: ok"
