@@ -129,7 +129,7 @@ measure "$transport" 2 allreduce > "$tmp/tcp.ar2"
 # node costs its sender what one inside does. Fitted as the intercept of the large sizes' line instead,
 # it came out 0.5 to 1.1 ms between emulated nodes (2026-12-06), where 8 bytes take 14 to 20 us: the
 # link's rate ramps up over the first megabytes, which is not a cost of every message.
-read -r _ latency < "$tmp/tcp.lat"
+read -r _ latency < "$tmp/tcp.lat" || { echo "calibrate: tcp: the 8-byte allgather gave no time" >&2; exit 1; }
 shm_alpha=$(sed -n 's/^shm.alpha_us = //p' "$tmp/out")
 alpha=$(awk -v a="$latency" -v s="$shm_alpha" 'BEGIN {printf "%.6g\n", (a > s ? a : s)}')
 # Beta from 1 MiB, where the rate is the link's: fitted from 64 KiB between emulated nodes, beta came
