@@ -56,4 +56,25 @@ err=$("$collrun" -n 2 --grace 1 "$perf" -b 1K -e 1K -a nosuch 2>&1); rc=$?
 set -e
 [ "$rc" -ne 0 ] || fail "-a nosuch succeeded"
 grep -q "nosuch" <<<"$err" || fail "the error does not name the algorithm: $err"
+echo "== shm waits by the CPUs its ranks may run on, not by those online"
+# waiting RANKS CPUS [collrun options]: the wait shm's log line says it chose, under taskset -c CPUS.
+waiting() {
+  local n=$1 cpus=$2
+  shift 2
+  COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=NET taskset -c "$cpus" "$collrun" -n "$n" "$@" "$perf" -b 8 -e 8 -n 1 -w 0 2>&1 |
+    sed -n 's/.* unlinked; \(.*\)$/\1/p' | sort -u
+}
+cpus_of='import os; print(*sorted(os.sched_getaffinity(0)))'
+read -ra allowed <<<"$(/usr/bin/python3 -c "$cpus_of")"
+first=${allowed[0]} last=${allowed[${#allowed[@]} - 1]}
+got=$(waiting 2 "$first")
+[ "$got" = "2 rank(s) on 1 CPU(s): more ranks than cores, yielding before sleeping" ] ||
+  fail "2 ranks under taskset -c $first: '$got'"
+if [ "${#allowed[@]}" -ge 2 ]; then
+  got=$(waiting 2 "$first,$last" --bind-to core)
+  [ "$got" = "2 rank(s) on 2 CPU(s): spinning before sleeping" ] || fail "2 ranks bound to 2 CPUs: '$got'"
+  got=$(waiting 3 "$first,$last" --bind-to core)
+  [ "$got" = "3 rank(s) on 2 CPU(s): more ranks than cores, yielding before sleeping" ] ||
+    fail "3 ranks bound to 2 CPUs: '$got'"
+fi
 echo "perf_test: all passed"

@@ -96,6 +96,7 @@ Segment Segment::create(const std::string& name, uint32_t nlocal, uint32_t nslot
   h->probe_value = probes.value;
   h->probe_fd = probes.fd;
   h->probe_inode = probes.inode;
+  if (sched_getaffinity(0, sizeof(h->cpus), &h->cpus) != 0) CPU_ZERO(&h->cpus);
   h->waiting_cpu.store(-1, std::memory_order_relaxed);
   new (&s.board()) BoardArea();
   for (uint32_t i = 0; i < nlocal; ++i) new (&s.ring(i)) RingHeader();

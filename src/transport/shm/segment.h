@@ -7,6 +7,8 @@
 
 #include "transport/shm/region.h"
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -84,8 +86,11 @@ struct alignas(64) SegmentHeader {
   int32_t pid;
   uint64_t probe_address;  // a word peers read with process_vm_readv to test single copy
   uint64_t probe_value;
-  int32_t probe_fd;                            // a memfd peers take with pidfd_getfd to test buffer sharing
-  uint64_t probe_inode;                        // its inode
+  int32_t probe_fd;      // a memfd peers take with pidfd_getfd to test buffer sharing
+  uint64_t probe_inode;  // its inode
+  // The CPUs the owner may run on when it made the segment (empty: unknown),
+  // so that the node's ranks know how many cores they share.
+  cpu_set_t cpus;
   alignas(64) std::atomic<uint32_t> doorbell;  // bumped by anyone with news for the owner
   std::atomic<uint32_t> sleepers;              // the owner is (about to be) asleep on the doorbell
   // The CPU the owner was on when it last waited beyond its first looks

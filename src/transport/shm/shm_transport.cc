@@ -180,11 +180,23 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, PairExchange
   own_.unlink();
   region_probe_.reset();
   set_up_ = true;
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  yield_ = static_cast<long>(local.size()) > cores;
+  const int cpus = cpus_of_local_ranks();
+  yield_ = static_cast<int>(local.size()) > cpus;
   spin_ = yield_ ? kYield : kSpin;
   log::info(log::kNet, "shm: rank ", rank_, " attached to ", local.size() - 1, " local peer(s); ", name_, " unlinked; ",
-            yield_ ? "more ranks than cores: yielding before sleeping" : "spinning before sleeping");
+            local.size(), " rank(s) on ", cpus,
+            " CPU(s): ", yield_ ? "more ranks than cores, yielding before sleeping" : "spinning before sleeping");
+}
+
+// The CPUs that this node's ranks may run on, all together (each segment
+// holds its owner's): ranks bound by a launcher, or held by a taskset or a
+// cgroup's cpuset, share fewer cores than the machine has online. Where no
+// rank could read its own: those online.
+int ShmTransport::cpus_of_local_ranks() const {
+  cpu_set_t all = own_.header().cpus;
+  for (const Peer& p : peers_) CPU_OR(&all, &all, &p.segment.header().cpus);
+  const int n = CPU_COUNT(&all);
+  return n > 0 ? n : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 void ShmTransport::connect(const std::vector<int>& peers, const std::vector<std::string>& addresses,

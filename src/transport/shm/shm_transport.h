@@ -160,6 +160,8 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
   };
 
   void setup(const std::vector<std::string>& addresses, PairExchange& pairs, const Deadline& deadline);
+  // How many CPUs the node's ranks may run on together (after setup has opened every segment).
+  int cpus_of_local_ranks() const;
   // While setup waits on p: throws if its process exited, or (with `look`)
   // its communicator is gone; `before` says what it had yet to do.
   void check_coming(const Peer& p, PairExchange& pairs, bool look, const char* before) const;
