@@ -11,7 +11,8 @@
 #     -e RATE   tcp measured between two emulated nodes with links of RATE
 #               (scripts/emulate-cluster.sh, root), not over loopback
 #
-# Sizes S of 64 KiB to 64 MiB, ring algorithms unless named:
+# Sizes S of 64 KiB to 64 MiB (tcp's alpha: 8 bytes, 200 iterations), ring
+# algorithms unless named:
 #   shm   2-rank allgather and allreduce, RANKS-rank allgather, RANKS-rank
 #         halving-doubling allreduce (messages between ranks of one core,
 #         where the ranks outnumber the cores) and 2-rank direct allreduce
@@ -88,14 +89,16 @@ measure() {
 # lines from S = MIN; b in ns a byte.
 slope() {
   awk -v min="$2" -v a="$3" '$1 >= min {x = $1 / 2; t = $2; w = 1 / (t * t); sxr += w * x * (t - a); sxx += w * x * x}
-    END {printf "%.6g\n", sxr / sxx * 1000}' "$1"
+    END {if (sxx == 0) {print "calibrate: no runs from " min " bytes in " FILENAME > "/dev/stderr"; exit 1}
+      printf "%.6g\n", sxr / sxx * 1000}' "$1"
 }
 
 tmp=$(mktemp -d)
 trap '[ -n "${CALIBRATE_KEEP:-}" ] && cp -r "$tmp" "$CALIBRATE_KEEP"; rm -rf "$tmp"' EXIT
 {
   echo "# coll link parameters, fitted by scripts/calibrate.sh on $(hostname) ($(nproc) cores), $(date -u +%F)"
-  echo "# from coll_perf, float32 sum, 64 KiB .. 64 MiB, $iters iterations a size, the fastest of $rounds runs"
+  echo "# from coll_perf, float32 sum, 64 KiB .. 64 MiB, $iters iterations a size, the fastest of $rounds runs" \
+    "(tcp's alpha: 8 bytes, 200 iterations)"
   if [ -n "$emulated" ]; then where="between 2 emulated nodes at $emulated"; else where="over loopback"; fi
   echo "# transports: shm over this node; tcp $where"
 } > "$tmp/out"
@@ -127,7 +130,7 @@ measure "$transport" 2 allgather > "$tmp/tcp.ag2"
 measure "$transport" 2 allreduce > "$tmp/tcp.ar2"
 # Alpha is the 2-rank allgather of 8 bytes (a message each way), at least shm's: a message to another
 # node costs its sender what one inside does. Fitted as the intercept of the large sizes' line instead,
-# it came out 0.5 to 1.1 ms between emulated nodes (2026-12-06), where 8 bytes take 14 to 20 us: the
+# it came out 0.5 to 1.1 ms between emulated nodes (2026-12-06), where 8 bytes take 14 to 30 us: the
 # link's rate ramps up over the first megabytes, which is not a cost of every message.
 read -r _ latency < "$tmp/tcp.lat" || { echo "calibrate: tcp: the 8-byte allgather gave no time" >&2; exit 1; }
 shm_alpha=$(sed -n 's/^shm.alpha_us = //p' "$tmp/out")
@@ -139,7 +142,8 @@ beta=$(slope "$tmp/tcp.ag2" 1048576 "$alpha")
 # gamma: t - 2 alpha - S beta = (S/2) g, weighted least squares of g.
 gamma=$(awk -v a="$alpha" -v b="$beta" '$1 >= 1048576 {x = $1 / 2; r = $2 - 2 * a - $1 * b / 1000; w = 1 / ($2 * $2);
     sxr += w * x * r; sxx += w * x * x}
-  END {g = sxr / sxx * 1000; printf "%.6g\n", (g < 0 ? 0 : g)}' "$tmp/tcp.ar2")
+  END {if (sxx == 0) {print "calibrate: no tcp allreduce from 1 MiB" > "/dev/stderr"; exit 1}
+    g = sxr / sxx * 1000; printf "%.6g\n", (g < 0 ? 0 : g)}' "$tmp/tcp.ar2")
 {
   echo "# tcp: alpha from the 2-rank allgather of 8 bytes (at least shm's), beta from 1 MiB, t = alpha + (S/2) beta;"
   echo "# gamma from the allreduce"

@@ -67,13 +67,13 @@ waiting() {
 cpus_of='import os; print(*sorted(os.sched_getaffinity(0)))'
 read -ra allowed <<<"$(/usr/bin/python3 -c "$cpus_of")"
 first=${allowed[0]} last=${allowed[${#allowed[@]} - 1]}
-got=$(waiting 2 "$first")
+got=$(waiting 2 "$first") || fail "2 ranks under taskset -c $first did not run"
 [ "$got" = "2 rank(s) on 1 CPU(s): more ranks than cores, yielding before sleeping" ] ||
   fail "2 ranks under taskset -c $first: '$got'"
 if [ "${#allowed[@]}" -ge 2 ]; then
-  got=$(waiting 2 "$first,$last" --bind-to core)
+  got=$(waiting 2 "$first,$last" --bind-to core) || fail "2 ranks bound to 2 CPUs did not run"
   [ "$got" = "2 rank(s) on 2 CPU(s): spinning before sleeping" ] || fail "2 ranks bound to 2 CPUs: '$got'"
-  got=$(waiting 3 "$first,$last" --bind-to core)
+  got=$(waiting 3 "$first,$last" --bind-to core) || fail "3 ranks bound to 2 CPUs did not run"
   [ "$got" = "3 rank(s) on 2 CPU(s): more ranks than cores, yielding before sleeping" ] ||
     fail "3 ranks bound to 2 CPUs: '$got'"
 fi

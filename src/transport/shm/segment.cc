@@ -19,7 +19,7 @@
 namespace coll::transport::shm {
 namespace {
 
-constexpr uint64_t kMagic = 0x434f4c4c53484d34;  // "COLLSHM4": the header says where its owner waits
+constexpr uint64_t kMagic = 0x434f4c4c53484d35;  // "COLLSHM5": the header holds its owner's CPUs
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 size_t slot_stride(uint32_t slot_bytes) { return round_up(sizeof(SlotHeader) + slot_bytes, 64); }
