@@ -6,8 +6,8 @@
 # (the node's ranks share its link: docs/SIMULATION.md, "Calibration"), as
 # collsim's auto does. At 1 Gbit/s, not faster: on 2 cores a faster emulated
 # link is held back by the CPU (at 4 Gbit/s a rank's flow reached 2 to 2.4
-# Gbit/s on 2026-12-06, a node's 1.6), and the pick then follows the noise. Skips (77) without root
-# or ip.
+# Gbit/s on 2026-12-06, a node's 1.6), and the pick then follows the noise.
+# Skips (77) without root or ip.
 set -euo pipefail
 build=$1
 source_dir=$2

@@ -56,6 +56,7 @@ err=$("$collrun" -n 2 --grace 1 "$perf" -b 1K -e 1K -a nosuch 2>&1); rc=$?
 set -e
 [ "$rc" -ne 0 ] || fail "-a nosuch succeeded"
 grep -q "nosuch" <<<"$err" || fail "the error does not name the algorithm: $err"
+
 echo "== shm waits by the CPUs its ranks may run on, not by those online"
 # waiting RANKS CPUS [collrun options]: the wait shm's log line says it chose, under taskset -c CPUS.
 waiting() {
@@ -77,4 +78,5 @@ if [ "${#allowed[@]}" -ge 2 ]; then
   [ "$got" = "3 rank(s) on 2 CPU(s): more ranks than cores, yielding before sleeping" ] ||
     fail "3 ranks bound to 2 CPUs: '$got'"
 fi
+
 echo "perf_test: all passed"
