@@ -41,7 +41,8 @@ echo "== the selector and collsim, fed it, pick the tree for 2 nodes of 2 ranks"
 out=$(scripts/emulate-cluster.sh -k 2 -r 1gbit -- env COLL_TUNING_FILE="$tmp/tuning.txt" COLL_DEBUG=INFO \
   COLL_DEBUG_SUBSYS=COLL "$build/tools/collrun" --nodes 2 -n 4 "$build/bench/coll_perf" -b 64M -e 64M -n 1 -w 0 2>&1) ||
   fail "coll_perf: $out"
-grep -q "allreduce of ~67108864 bytes on 4 ranks (tcp): tree (cost model)" <<<"$out" || fail "not the tree: $out"
+grep -q "allreduce of ~67108864 bytes on 4 ranks (tcp): tree (cost model)" <<<"$out" ||
+  fail "not the tree, with $(grep -E '^(tcp|shm)\.(alpha|beta|gamma|node_beta)' "$tmp/tuning.txt" | tr '\n' ' '): $out"
 sim=$("$build/tools/collsim" --cluster examples/clusters/emulated_2x2.json --tuning "$tmp/tuning.txt" --ranks 4 \
   --size 64M) || fail "collsim: $sim"
 grep -q "^  auto        tree " <<<"$sim" || fail "collsim's auto is not the tree: $sim"
