@@ -85,11 +85,12 @@ measure() {
     -C "$collective" -a "$algorithm" "${sweep[@]}" -c 0
 }
 
-# slope FILE MIN ALPHA: weighted least squares (weight 1/t^2, so that each
-# point's relative error counts) of t = ALPHA + (S/2) b over the file's "S t"
-# lines from S = MIN; b in ns a byte.
+# slope FILE MIN K ALPHA [BETA]: weighted least squares (weight 1/t^2, so that each point's relative
+# error counts) of t = K ALPHA + S BETA + (S/2) b over the file's "S t" lines from S = MIN; b in ns a
+# byte (ALPHA in us, BETA in ns a byte; BETA 0 where not given).
 slope() {
-  awk -v min="$2" -v a="$3" '$1 >= min {x = $1 / 2; t = $2; w = 1 / (t * t); sxr += w * x * (t - a); sxx += w * x * x}
+  awk -v min="$2" -v k="$3" -v a="$4" -v b="${5:-0}" '$1 >= min {x = $1 / 2; t = $2; w = 1 / (t * t)
+      sxr += w * x * (t - k * a - $1 * b / 1000); sxx += w * x * x}
     END {if (sxx == 0) {print "calibrate: no runs from " min " bytes in " FILENAME > "/dev/stderr"; exit 1}
       printf "%.6g\n", sxr / sxx * 1000}' "$1"
 }
@@ -139,16 +140,14 @@ alpha=$(awk -v a="$latency" -v s="$shm_alpha" 'BEGIN {printf "%.6g\n", (a > s ? 
 # Beta from 1 MiB, where the rate is the link's: fitted from 64 KiB between emulated nodes, beta came
 # out faster than the 1 Gbit/s link itself (7.80 ns/B for its 8.0) and every size from 1 MiB 6-14%
 # slower than predicted.
-beta=$(slope "$tmp/tcp.ag2" 1048576 "$alpha")
+beta=$(slope "$tmp/tcp.ag2" 1048576 1 "$alpha")
 # gamma: t - 2 alpha - S beta = (S/2) g, weighted least squares of g; 0 where the reduction does not show
 # above the runs' noise: under 3% of the largest allreduce. Through a link slower than the CPU, the
 # pipelined reduction hides behind it, and what is left is noise: between emulated nodes at 1 Gbit/s
 # it came out from -1.7 to -0.7 ns a byte in four calibrations, and positive once in CI, where the
 # selector then picked halving-doubling at 64 MiB (6% slower than the tree) for the reduction it saves.
-gamma=$(awk -v a="$alpha" -v b="$beta" '$1 >= 1048576 {x = $1 / 2; r = $2 - 2 * a - $1 * b / 1000; w = 1 / ($2 * $2);
-    sxr += w * x * r; sxx += w * x * x; if ($1 > big) {big = $1; t = $2}}
-  END {if (sxx == 0) {print "calibrate: no tcp allreduce from 1 MiB" > "/dev/stderr"; exit 1}
-    g = sxr / sxx * 1000; if (g < 0 || big / 2 * g / 1000 < 0.03 * t) g = 0
+gamma=$(slope "$tmp/tcp.ar2" 1048576 2 "$alpha" "$beta")
+gamma=$(awk -v g="$gamma" '$1 > big {big = $1; t = $2} END {if (g < 0 || big / 2 * g / 1000 < 0.03 * t) g = 0
     printf "%.6g\n", g}' "$tmp/tcp.ar2")
 {
   echo "# tcp: alpha from the 2-rank allgather of 8 bytes (at least shm's), beta from 1 MiB, t = alpha + (S/2) beta;"
