@@ -8,7 +8,8 @@
 set -euo pipefail
 build=$1
 source_dir=$2
-fail() { echo "bench_test: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 if [ ! -x "$build/bench/micro/reduce_bench" ]; then echo "SKIP: bench/micro not built (libbenchmark-dev)"; exit 77; fi
 
 out=$(timeout 300 "$build/bench/micro/reduce_bench" --benchmark_filter='/32K/' --benchmark_min_time=0.001 2>&1) ||

@@ -11,7 +11,8 @@
 set -euo pipefail
 build=$1
 source_dir=$2
-fail() { echo "calibrate_emulated_test: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$source_dir"

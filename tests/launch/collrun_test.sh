@@ -3,7 +3,8 @@
 # when one fails, so nothing is left running.
 set -euo pipefail
 collrun=$1
-fail() { echo "collrun_test: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 echo "== every rank gets its variables"
 out=$("$collrun" -n 3 --tag-output -- sh -c 'echo "r=$COLL_RANK n=$COLL_NRANKS l=$COLL_LOCAL_RANK/$COLL_LOCAL_SIZE root=${COLL_ROOT_ADDR%%:*} secret=${#COLL_JOB_SECRET}"')
@@ -54,7 +55,6 @@ sleep 0.5
 if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
 
 echo "== --bind-to core: rank r on the (r mod C)-th of the C CPUs allowed"
-cpus_of='import os; print(*sorted(os.sched_getaffinity(0)))'
 read -ra allowed <<<"$(/usr/bin/python3 -c "$cpus_of")"
 if [ "${#allowed[@]}" -lt 2 ]; then
   echo "(one CPU: binding cannot be told from none; skipped)"

@@ -4,7 +4,8 @@
 set -euo pipefail
 collsim=$1
 clusters=$2
-fail() { echo "collsim_test: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

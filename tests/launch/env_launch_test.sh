@@ -5,7 +5,8 @@
 # COLL_ROOT_ADDR (what a build without MPI needs under srun).
 set -euo pipefail
 build=$1
-fail() { echo "env_launch_test: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -8,10 +8,8 @@ with_gloo=$2
 perf=$build/bench/gloo_perf
 collrun=$build/tools/collrun
 if [ "$with_gloo" != "ON" ]; then echo "SKIP: built without Gloo (COLL_WITH_GLOO=OFF; apt-get install libgloo-dev)"; exit 77; fi
-fail() { echo "gloo_perf_test: FAIL: $*" >&2; exit 1; }
-check_ok() {  # output, description
-  grep -q "^# Out of bounds values : 0 OK$" <<<"$1" || fail "$2: $1"
-}
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 sweep=(-b 8 -e 256K -f 32 -n 1 -w 0)
 
 for n in 2 3; do

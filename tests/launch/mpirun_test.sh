@@ -6,7 +6,8 @@ build=$1
 with_mpi=$2
 if [ "$with_mpi" != "ON" ]; then echo "SKIP: coll was built without MPI (COLL_WITH_MPI=OFF)"; exit 77; fi
 if ! command -v mpirun >/dev/null; then echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; fi
-fail() { echo "mpirun_test: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 export OMPI_MCA_plm_rsh_agent=   # no ssh on a single host
 for np in 2 4; do
   out=$(timeout 300 mpirun --allow-run-as-root --oversubscribe -np $np "$build/bench/coll_perf" -b 8 -e 1M -f 16 -n 2 -w 1 2>&1) \

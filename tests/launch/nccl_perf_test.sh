@@ -7,7 +7,8 @@ build=$1
 with_nccl=$2
 perf=$build/bench/nccl_perf
 if [ "$with_nccl" != "ON" ]; then echo "SKIP: built without NCCL (COLL_WITH_NCCL=OFF or no CUDA)"; exit 77; fi
-fail() { echo "nccl_perf_test: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 set +e
 out=$(timeout 300 "$perf" -b 8 -e 1M -f 32 -n 1 -w 0 2>&1); rc=$?

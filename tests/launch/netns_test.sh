@@ -11,11 +11,9 @@ build=$1 source=$2
 emulate=$source/scripts/emulate-cluster.sh
 collrun=$build/tools/collrun
 perf=$build/bench/coll_perf
-fail() { echo "netns_test: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-check_ok() {  # output, description
-  grep -q "^# Out of bounds values : 0 OK$" <<<"$1" || fail "$2: $1"
-}
 
 probe=0
 "$emulate" -k 1 -r none -- true 2> /dev/null || probe=$?

@@ -4,12 +4,8 @@ set -euo pipefail
 build=$1
 collrun=$build/tools/collrun
 perf=$build/bench/coll_perf
-fail() { echo "perf_test: FAIL: $*" >&2; exit 1; }
-
-check_ok() {  # output, description
-  grep -q "^# Out of bounds values : 0 OK$" <<<"$1" || fail "$2: $1"
-  grep -q "^# Avg bus bandwidth" <<<"$1" || fail "$2: no footer"
-}
+# shellcheck source=tests/launch/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 echo "== one rank, no launcher"
 out=$(env -u COLL_RANK "$perf" -b 8 -e 1K -f 4 -n 2 -w 1)
@@ -65,7 +61,6 @@ waiting() {
   COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=NET taskset -c "$cpus" "$collrun" -n "$n" "$@" "$perf" -b 8 -e 8 -n 1 -w 0 2>&1 |
     sed -n 's/.* unlinked; \(.*\)$/\1/p' | sort -u
 }
-cpus_of='import os; print(*sorted(os.sched_getaffinity(0)))'
 read -ra allowed <<<"$(/usr/bin/python3 -c "$cpus_of")"
 first=${allowed[0]} last=${allowed[${#allowed[@]} - 1]}
 got=$(waiting 2 "$first") || fail "2 ranks under taskset -c $first did not run"
