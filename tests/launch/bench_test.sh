@@ -8,7 +8,7 @@
 set -euo pipefail
 build=$1
 source_dir=$2
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 if [ ! -x "$build/bench/micro/reduce_bench" ]; then echo "SKIP: bench/micro not built (libbenchmark-dev)"; exit 77; fi
 

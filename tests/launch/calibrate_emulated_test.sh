@@ -11,7 +11,7 @@
 set -euo pipefail
 build=$1
 source_dir=$2
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -4,7 +4,7 @@
 set -euo pipefail
 collsim=$1
 clusters=$2
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

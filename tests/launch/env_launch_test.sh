@@ -5,7 +5,7 @@
 # COLL_ROOT_ADDR (what a build without MPI needs under srun).
 set -euo pipefail
 build=$1
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

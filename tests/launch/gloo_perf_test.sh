@@ -8,7 +8,7 @@ with_gloo=$2
 perf=$build/bench/gloo_perf
 collrun=$build/tools/collrun
 if [ "$with_gloo" != "ON" ]; then echo "SKIP: built without Gloo (COLL_WITH_GLOO=OFF; apt-get install libgloo-dev)"; exit 77; fi
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 sweep=(-b 8 -e 256K -f 32 -n 1 -w 0)
 

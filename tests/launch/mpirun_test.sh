@@ -6,7 +6,7 @@ build=$1
 with_mpi=$2
 if [ "$with_mpi" != "ON" ]; then echo "SKIP: coll was built without MPI (COLL_WITH_MPI=OFF)"; exit 77; fi
 if ! command -v mpirun >/dev/null; then echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; fi
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 export OMPI_MCA_plm_rsh_agent=   # no ssh on a single host
 for np in 2 4; do

@@ -7,7 +7,7 @@ build=$1
 with_nccl=$2
 perf=$build/bench/nccl_perf
 if [ "$with_nccl" != "ON" ]; then echo "SKIP: built without NCCL (COLL_WITH_NCCL=OFF or no CUDA)"; exit 77; fi
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 set +e

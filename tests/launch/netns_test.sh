@@ -11,7 +11,7 @@ build=$1 source=$2
 emulate=$source/scripts/emulate-cluster.sh
 collrun=$build/tools/collrun
 perf=$build/bench/coll_perf
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 

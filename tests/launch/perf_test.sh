@@ -4,7 +4,7 @@ set -euo pipefail
 build=$1
 collrun=$build/tools/collrun
 perf=$build/bench/coll_perf
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 echo "== one rank, no launcher"
