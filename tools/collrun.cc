@@ -32,12 +32,14 @@
 // collrun returns the first non-zero exit status (128+signal for a rank
 // killed by a signal). When a rank fails, the others get a grace period to
 // finish (they will usually see the failure themselves), then SIGTERM, then
-// SIGKILL, so nothing is left running.
+// SIGKILL, so nothing is left running; then it removes any shared-memory
+// segment of the job that a rank ended that way left in /dev/shm.
 #include "base/auth.h"
 #include "base/error.h"
 #include "base/socket.h"
 #include "bootstrap/emulated_node.h"
 #include "bootstrap/spares.h"
+#include "transport/registry.h"
 
 #include <poll.h>
 #include <sched.h>
@@ -205,6 +207,20 @@ void drain(int rank, Rank& r, bool final) {
   }
 }
 
+// A rank ended by a signal (ours, after another failed) before its local peers
+// mapped its shared-memory segment leaves it in /dev/shm: the job's are
+// named after its secret, and once every rank has ended none is in use.
+void remove_segments_left(const coll::auth::Secret& secret) {
+  const std::vector<std::string> left = coll::transport::segments_left(secret);
+  for (const std::string& name : left) {
+    std::error_code ec;
+    std::filesystem::remove("/dev/shm/" + name, ec);
+  }
+  if (!left.empty())
+    std::fprintf(stderr, "collrun: removed %zu shared-memory segment(s) that ended ranks left in /dev/shm (%s)\n",
+                 left.size(), left.front().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -251,7 +267,8 @@ int main(int argc, char** argv) {
     root = nodes[static_cast<size_t>(node_of[0])].ip + ":" + std::to_string(bound.port());
     store_listener.reset();
   }
-  std::string secret = coll::auth::to_hex(coll::auth::random_secret());
+  const coll::auth::Secret job_secret = coll::auth::random_secret();
+  std::string secret = coll::auth::to_hex(job_secret);
   std::string master_addr = nodes.empty() ? "127.0.0.1" : nodes[static_cast<size_t>(node_of[0])].ip;
   std::string master_port = std::to_string(free_port());
   const char* ifname = std::getenv("COLL_SOCKET_IFNAME");
@@ -445,5 +462,6 @@ int main(int argc, char** argv) {
   for (int r = 0; r < nprocs; ++r)
     if (ranks[static_cast<size_t>(r)].out_fd >= 0) drain(r, ranks[static_cast<size_t>(r)], true);
   if (!spares_dir.empty()) std::filesystem::remove_all(spares_dir);
+  remove_segments_left(job_secret);
   return first_failure;
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -150,6 +151,17 @@ std::string job_tag(const auth::Secret& secret, const std::string& prefix) {
   std::string tag = auth::to_hex(auth::secret_from_text("coll-shm:" + auth::to_hex(secret))).substr(0, 12);
   for (char c : prefix) tag += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return tag;
+}
+
+std::vector<std::string> segments_left(const auth::Secret& secret) {
+  const std::string prefix = "coll-" + job_tag(secret, "");
+  std::vector<std::string> left;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) left.push_back(std::move(name));
+  }
+  return left;
 }
 
 }  // namespace coll::transport

@@ -3,7 +3,7 @@
 # when one fails, so nothing is left running.
 set -euo pipefail
 collrun=$1
-# shellcheck source=tests/launch/lib.sh
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 echo "== every rank gets its variables"
@@ -53,6 +53,26 @@ elapsed=$(( $(date +%s) - start ))
 [ "$elapsed" -lt 20 ] || fail "took ${elapsed}s to end the sleeping ranks"
 sleep 0.5
 if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
+
+echo "== what the job left in /dev/shm is removed, nothing else"
+# A rank ended by a signal before its peers mapped its segment leaves it: here a rank makes one with the
+# job's name (coll-, then the first 12 hex digits of SHA-256 of "coll-shm:" and the secret), and one not.
+other=/dev/shm/coll-collrun-test-$$
+touch "$other"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp" "$other"' EXIT
+err=$("$collrun" -n 2 -- /usr/bin/python3 -c '
+import hashlib, os
+tag = hashlib.sha256(("coll-shm:" + os.environ["COLL_JOB_SECRET"]).encode()).hexdigest()[:12]
+open("/dev/shm/coll-%s-r%s" % (tag, os.environ["COLL_RANK"]), "w").close()
+print(tag)' 2>&1 >"$tmp/tags") || fail "the job failed: $err"
+tag=$(head -1 "$tmp/tags" | sed 's/^\[[0-9]*\] //')
+[ ${#tag} = 12 ] || fail "no tag from the rank: $(cat "$tmp/tags")"
+left=$(compgen -G "/dev/shm/coll-$tag*" || true)
+[ -z "$left" ] || fail "left in /dev/shm: $left"
+[ -e "$other" ] || fail "collrun removed $other, not its job's"
+grep -q "^collrun: removed 2 shared-memory segment(s) that ended ranks left in /dev/shm (coll-$tag-r" <<<"$err" ||
+  fail "no note of the 2 segments removed: $err"
 
 echo "== --bind-to core: rank r on the (r mod C)-th of the C CPUs allowed"
 read -ra allowed <<<"$(/usr/bin/python3 -c "$cpus_of")"

@@ -6,8 +6,6 @@
 #include "transport/registry.h"
 #include "transport/router.h"
 
-#include <dirent.h>
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -144,14 +142,8 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
 }
 
 void expect_no_segments_left(const coll_unique_id_t& raw) {
-  // Every segment of the job starts with the same hash of its secret.
-  std::string prefix = "coll-" + transport::job_tag(bootstrap::UniqueId::decode(raw).secret, "").substr(0, 12);
-  DIR* dir = opendir("/dev/shm");
-  if (dir == nullptr) return;
   std::string left;
-  while (dirent* e = readdir(dir))
-    if (std::string(e->d_name).rfind(prefix, 0) == 0) left += std::string(" ") + e->d_name;
-  closedir(dir);
+  for (const std::string& name : transport::segments_left(bootstrap::UniqueId::decode(raw).secret)) left += " " + name;
   EXPECT_TRUE(left.empty()) << "left in /dev/shm:" << left;
 }
 
