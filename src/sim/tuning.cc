@@ -13,32 +13,37 @@ namespace {
 // Bytes per second to ns per byte and back; 0 (none) stays 0.
 double inverse_rate(double v) { return v > 0 ? 1e9 / v : 0; }
 
-// The CPU ranks' weights and turn (sim::Costs): the node class's, on nodes
-// of CPU ranks; a weight of 0 would make a copy take no time.
-void check_weights(const Cluster& c, const Tuning& tuning, const algo::LinkModel& tin, const algo::LinkModel& in0,
-                   const algo::LinkModel& tnet, const algo::LinkModel& net0) {
-  struct Weight {
+// The CPU ranks' cores, weights and turn (sim::Costs): the node class's, on
+// nodes of CPU ranks; a weight of 0 would make a copy take no time.
+void check_cpu_settings(const Cluster& c, const Tuning& tuning, const algo::LinkModel& tin, const algo::LinkModel& in0,
+                        const algo::LinkModel& tnet, const algo::LinkModel& net0) {
+  struct Setting {
     const char* name;
     double algo::LinkModel::*field;
-    bool zero_ok;
+    double least;  // above it, or equal where least_ok
+    bool least_ok;
     double most;
+    bool whole;
     const char* expected;
   };
   constexpr const char* kWeight = "a weight above 0 and at most 100 (1: as a message's bytes)";
-  const Weight weights[] = {{"local_weight", &algo::LinkModel::local_weight, false, 100, kWeight},
-                            {"reduce_weight", &algo::LinkModel::reduce_weight, false, 100, kWeight},
-                            {"same_core_read_weight", &algo::LinkModel::same_core_read_weight, false, 100, kWeight},
-                            {"turn_us", &algo::LinkModel::turn_us, true, 10000, "a time of 0 to 10000 microseconds"}};
-  for (const auto& [name, field, zero_ok, most, expected] : weights) {
+  const Setting settings[] = {
+      {"cores", &algo::LinkModel::cores, 1, true, 1 << 30, true, "a whole number of at least 1"},
+      {"local_weight", &algo::LinkModel::local_weight, 0, false, 100, false, kWeight},
+      {"reduce_weight", &algo::LinkModel::reduce_weight, 0, false, 100, false, kWeight},
+      {"same_core_read_weight", &algo::LinkModel::same_core_read_weight, 0, false, 100, false, kWeight},
+      {"turn_us", &algo::LinkModel::turn_us, 0, true, 10000, false, "a time of 0 to 10000 microseconds"}};
+  for (const auto& [name, field, least, least_ok, most, whole, expected] : settings) {
     if (tnet.*field != net0.*field)
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".", name,
-           ": the CPU ranks' weights and turn are the node class's (", c.node_class, ".", name, ")");
+           ": the CPU ranks' cores, weights and turn are the node class's (", c.node_class, ".", name, ")");
     const double set = tin.*field;
     if (set == in0.*field) continue;
     if (c.memory_bytes_per_s <= 0)
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name,
            " is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
-    if (!(set > 0 || (zero_ok && set == 0)) || !std::isfinite(set) || set > most)
+    if (!(set > least || (least_ok && set == least)) || !std::isfinite(set) || set > most ||
+        (whole && set != std::floor(set)))
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name, " is ", set, "; ", expected,
            " is expected");
   }
@@ -97,25 +102,16 @@ void apply_tuning(Cluster& c, const Tuning& tuning, double& gpu_latency, double&
     fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".beta_ns_per_byte and ", c.network_class,
          ".beta_ns_per_byte must be above 0 for a simulation");
   for (const auto& [name, set] : {std::pair{"node_beta_ns_per_byte", tin.node_beta_ns_per_byte > 0},
-                                  std::pair{"cache_bytes", tin.cache_bytes > 0 || tin.cache2_bytes > 0},
-                                  std::pair{"cores", tin.cores != in0.cores}})
+                                  std::pair{"cache_bytes", tin.cache_bytes > 0 || tin.cache2_bytes > 0}})
     if (set && c.memory_bytes_per_s <= 0)
       fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".", name,
            " is for nodes of CPU ranks; the cluster's nodes have no node.memory_gbps");
-  if (tnet.cores != net0.cores)
-    fail(Code::kInvalidArgument, tuning.origin, ": ", c.network_class, ".cores: the cores are the node class's (",
-         c.node_class, ".cores)");
-  check_weights(c, tuning, tin, in0, tnet, net0);
+  check_cpu_settings(c, tuning, tin, in0, tnet, net0);
   if (tin.cache2_beta_ns_per_byte > 0 &&
       (tin.cache_bytes <= 0 || tin.cache_beta_ns_per_byte <= 0 || tin.cache2_bytes <= tin.cache_bytes))
     fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".cache2_bytes (", tin.cache2_bytes,
          ") is a second cache: it needs the first (cache_bytes, cache_beta_ns_per_byte) and must be larger");
-  if (tin.cores != in0.cores) {
-    if (tin.cores < 1 || tin.cores != std::floor(tin.cores) || tin.cores > (1 << 30))
-      fail(Code::kInvalidArgument, tuning.origin, ": ", c.node_class, ".cores is ", tin.cores,
-           "; a whole number of at least 1 is expected");
-    c.cores = static_cast<int>(tin.cores);
-  }
+  if (tin.cores != in0.cores) c.cores = static_cast<int>(tin.cores);
   if (tin.alpha_us != in0.alpha_us) {
     c.costs.alpha_s = tin.alpha_us * 1e-6;
     gpu_latency = 0;

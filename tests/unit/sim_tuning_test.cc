@@ -116,7 +116,9 @@ TEST(Memory, RanksThatOutnumberTheCoresTakeTurnsOnThem) {
   EXPECT_NE(tuning_error(cpu_node(), "shm.cores = 1.5\n").find("shm.cores is 1.5; a whole number"), std::string::npos);
   EXPECT_EQ(tuning_error(cpu_node(), "shm.cores = 0\n"), "accepted");  // a core each, as the file has it
   EXPECT_NE(tuning_error(cpu_node(), "shm.cores = -2\n").find("must not be negative"), std::string::npos);
-  EXPECT_NE(tuning_error(cpu_node(), "tcp.cores = 2\n").find("the cores are the node class's"), std::string::npos);
+  EXPECT_NE(tuning_error(cpu_node(), "tcp.cores = 2\n")
+                .find("tcp.cores: the CPU ranks' cores, weights and turn are the node class's (shm.cores)"),
+            std::string::npos);
   EXPECT_NE(tuning_error(without_memory(cpu_node()), "shm.cores = 2\n").find("shm.cores is for nodes of CPU ranks"),
             std::string::npos);
   EXPECT_THROW(parse_cluster(without_memory(two_cores), "t"), Error);
