@@ -26,9 +26,9 @@
 #   tcp   alpha from the 2-rank allgather of 8 bytes (at least shm's),
 #         beta from the 2-rank allgather from 1 MiB, t = alpha + (S/2) beta
 #         by least squares on the relative error; gamma from
-#         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma (0 where
-#         the link is slower than the CPU's reduction, which then hides
-#         behind it, chunk by chunk); with -e
+#         the 2-rank allreduce, t = 2 alpha + S beta + (S/2) gamma (0 if
+#         negative, and with -e where the link is slower than the CPU's
+#         reduction, which then hides behind it, chunk by chunk); with -e
 #         node_beta, the node's one link that its 2 ranks share (a 4-rank
 #         allgather alternating between the nodes), which the selector reads
 # chunk_bytes is the transport's own (128 KiB shm, 512 KiB tcp).
@@ -40,7 +40,7 @@ out=tuning.txt ranks=8 emulated=""
 while getopts "o:n:e:h" opt; do
   case $opt in
     o) out=$OPTARG ;; n) ranks=$OPTARG ;; e) emulated=$OPTARG ;;
-    h) sed -n "2,30p" "$0"; exit 0 ;; *) exit 2 ;;
+    h) sed -n '2,/^# chunk_bytes/p' "$0"; exit 0 ;; *) exit 2 ;;
   esac
 done
 # Paths as the caller gave them, from where it called.
@@ -142,20 +142,27 @@ alpha=$(awk -v a="$latency" -v s="$shm_alpha" 'BEGIN {printf "%.6g\n", (a > s ? 
 # out faster than the 1 Gbit/s link itself (7.80 ns/B for its 8.0) and every size from 1 MiB 6-14%
 # slower than predicted.
 beta=$(slope "$tmp/tcp.ag2" 1048576 1 "$alpha")
-# gamma: t - 2 alpha - S beta = (S/2) g, weighted least squares of g; 0 where the link is slower than
-# the CPU's reduction (shm's copy rate times its reduce_weight): each chunk's reduction then runs while
-# the next chunk crosses the link, and what the fit finds is the runs' noise. Between emulated nodes at
-# 1 Gbit/s it came out from -1.7 to -0.7 ns a byte in four calibrations and +0.69 in another (2026-12-06:
-# the allreduce of 1 and 4 MiB 15% and 7% slower than 2 alpha + S beta, of 64 MiB 2.5% faster), and
-# positive it makes the selector pick halving-doubling at 64 MiB for the reduction it saves, where the
-# tree is as fast or faster.
+# gamma: t - 2 alpha - S beta = (S/2) g, weighted least squares of g, at least 0. Between emulated
+# nodes, 0 where the link is slower than the CPU's reduction (shm's copy rate times its reduce_weight):
+# each chunk's reduction then runs while the next chunk crosses the link, and what the fit finds is the
+# runs' noise. At 1 Gbit/s it came out from -1.7 to -0.7 ns a byte in four calibrations and +0.69 in
+# another (2026-12-06: the allreduce of 1 and 4 MiB 15% and 7% slower than 2 alpha + S beta, of 64 MiB
+# 2.5% faster), and positive it makes the selector pick halving-doubling at 64 MiB for the reduction it
+# saves, where the tree is faster. Over loopback the link is the receiver's own core copying, which the
+# reduction shares: there the fit stays.
 gamma=$(slope "$tmp/tcp.ar2" 1048576 2 "$alpha" "$beta")
 cpu_reduce=$(awk '$1 == "shm.beta_ns_per_byte" {b = $3} $1 == "shm.reduce_weight" {w = $3}
-  END {printf "%.6g\n", b * (w == "" ? 1 : w)}' "$tmp/out")
-gamma=$(awk -v g="$gamma" -v b="$beta" -v c="$cpu_reduce" 'BEGIN {printf "%.6g\n", (g < 0 || b > c) ? 0 : g}')
+  END {if (b == "") {print "calibrate: collsim --fit gave no shm.beta_ns_per_byte" > "/dev/stderr"; exit 1}
+    printf "%.6g\n", b * (w == "" ? 1 : w)}' "$tmp/out")
+gamma=$(awk -v g="$gamma" -v b="$beta" -v c="$cpu_reduce" -v e="$emulated" \
+  'BEGIN {printf "%.6g\n", (g < 0 || (e != "" && b > c)) ? 0 : g}')
 {
   echo "# tcp: alpha from the 2-rank allgather of 8 bytes (at least shm's), beta from 1 MiB, t = alpha + (S/2) beta;"
-  echo "# gamma from the allreduce, 0 where the link is slower than the CPU's reduction ($cpu_reduce ns/B)"
+  if [ -n "$emulated" ]; then
+    echo "# gamma from the allreduce, 0 where the link is slower than the CPU's reduction ($cpu_reduce ns/B)"
+  else
+    echo "# gamma from the allreduce (over loopback the receiver's core copies and reduces: both count)"
+  fi
   echo "tcp.alpha_us = $alpha"
   echo "tcp.beta_ns_per_byte = $beta"
   echo "tcp.gamma_ns_per_byte = $gamma"

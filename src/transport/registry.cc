@@ -157,8 +157,9 @@ std::vector<std::string> segments_left(const auth::Secret& secret) {
   const std::string prefix = "coll-" + job_tag(secret, "");
   std::vector<std::string> left;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    std::string name = entry.path().filename().string();
+  // Stepped with an error code: a failing read of the folder ends the list, not the program.
+  for (std::filesystem::directory_iterator it("/dev/shm", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) == 0) left.push_back(std::move(name));
   }
   return left;

@@ -53,8 +53,9 @@ std::string host_id();
 // Names a communicator's node-local objects: a hash of the job secret
 // (never the secret) and the communicator's store prefix.
 std::string job_tag(const auth::Secret& secret, const std::string& prefix);
-// What a job left in /dev/shm, every communicator's (all their tags start
-// alike): nothing, unless a rank ended by a signal before its local peers
+// What the communicators made from `secret` (split ones too, whose tags
+// start alike; not a shrunk one, which has a secret of its own) left in
+// /dev/shm: nothing, unless a rank ended by a signal before its local peers
 // had mapped its segment (each unlinks its own then). Names, not paths.
 std::vector<std::string> segments_left(const auth::Secret& secret);
 

@@ -55,22 +55,25 @@ sleep 0.5
 if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
 
 echo "== what the job left in /dev/shm is removed, nothing else"
-# A rank ended by a signal before its peers mapped its segment leaves it: here a rank makes one with the
-# job's name (coll-, then the first 12 hex digits of SHA-256 of "coll-shm:" and the secret), and one not.
-other=/dev/shm/coll-collrun-test-$$
-touch "$other"
+# A rank ended by a signal before its peers mapped its segment leaves it. Here each rank makes one with
+# the job's name (coll-, then the first 12 hex digits of SHA-256 of "coll-shm:" and the secret), and one
+# whose name differs from it in the 12th digit only, which is not the job's.
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp" "$other"' EXIT
+trap 'rm -rf "$tmp"; rm -f /dev/shm/coll-"${tag:-none}"-* /dev/shm/coll-"${near:-none}"-*' EXIT
 err=$("$collrun" -n 2 -- /usr/bin/python3 -c '
 import hashlib, os
 tag = hashlib.sha256(("coll-shm:" + os.environ["COLL_JOB_SECRET"]).encode()).hexdigest()[:12]
-open("/dev/shm/coll-%s-r%s" % (tag, os.environ["COLL_RANK"]), "w").close()
-print(tag)' 2>&1 >"$tmp/tags") || fail "the job failed: $err"
-tag=$(head -1 "$tmp/tags" | sed 's/^\[[0-9]*\] //')
-[ ${#tag} = 12 ] || fail "no tag from the rank: $(cat "$tmp/tags")"
-left=$(compgen -G "/dev/shm/coll-$tag*" || true)
+near = tag[:11] + ("1" if tag[11] == "0" else "0")
+for t in (tag, near):
+    open("/dev/shm/coll-%s-r%s" % (t, os.environ["COLL_RANK"]), "w").close()
+if os.environ["COLL_RANK"] == "0":
+    print(tag, near)' 2>&1 >"$tmp/tags") || fail "the job failed: $err"
+read -r tag near < "$tmp/tags"
+[ ${#tag} = 12 ] && [ ${#near} = 12 ] || fail "no tags from the rank: $(cat "$tmp/tags")"
+left=$(compgen -G "/dev/shm/coll-$tag-*" || true)
 [ -z "$left" ] || fail "left in /dev/shm: $left"
-[ -e "$other" ] || fail "collrun removed $other, not its job's"
+[ -e "/dev/shm/coll-$near-r0" ] && [ -e "/dev/shm/coll-$near-r1" ] ||
+  fail "collrun removed coll-$near-r*, not its job's (coll-$tag-r*)"
 grep -q "^collrun: removed 2 shared-memory segment(s) that ended ranks left in /dev/shm (coll-$tag-r" <<<"$err" ||
   fail "no note of the 2 segments removed: $err"
 

@@ -14,7 +14,6 @@ perf=$build/bench/coll_perf
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-
 probe=0
 "$emulate" -k 1 -r none -- true 2> /dev/null || probe=$?
 if [ "$probe" -eq 77 ]; then
