@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -78,6 +79,13 @@ ShmTransport::ShmTransport(int rank, int nranks, const std::string& job_tag, con
   probe_word_ = 0x5ca1ab1e00000000ull | static_cast<uint64_t>(getpid());
 }
 
+// A peer killed between making its segment and every local rank mapping it
+// never unlinked it: whoever outlives it does (a second unlink finds nothing).
+ShmTransport::~ShmTransport() {
+  for (const Peer& p : peers_)
+    if (!p.segment_name.empty() && exited(p)) shm_unlink(p.segment_name.c_str());
+}
+
 std::string ShmTransport::local_address() const { return str_cat("shm|", host_id_, "|", name_, "|", getpid()); }
 
 bool ShmTransport::reaches(const std::string& peer_address) const {
@@ -128,6 +136,7 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, PairExchange
     p.rank = r;
     p.pid = parsed[static_cast<size_t>(r)].pid;
     p.pidfd = net::Fd(static_cast<int>(syscall(SYS_pidfd_open, p.pid, 0)));  // -1 on kernels before 5.3
+    p.segment_name = parsed[static_cast<size_t>(r)].segment;
     p.index_here = index_of(r);
     p.index_there = index_of(rank_);
     while (!Segment::try_open(parsed[static_cast<size_t>(r)].segment, &p.segment)) {

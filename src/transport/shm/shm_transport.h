@@ -66,6 +66,7 @@ class Fifo {
 class ShmTransport final : public Transport, public transport::Board, public PeerAccess {
  public:
   ShmTransport(int rank, int nranks, const std::string& job_tag, const std::string& host_id);
+  ~ShmTransport() override;
 
   const Capabilities& capabilities() const override { return caps_; }
   std::string local_address() const override;
@@ -140,6 +141,7 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
     int rank = -1;
     int pid = 0;
     net::Fd pidfd;                   // becomes readable when the peer process exits (no pid reuse race)
+    std::string segment_name;        // its segment's, which it unlinks once every local rank has mapped it
     uint32_t index_here = 0;         // its ring in our segment
     uint32_t index_there = 0;        // our ring in its segment
     Segment segment;                 // its inbound segment (we write into it)
