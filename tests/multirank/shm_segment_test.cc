@@ -13,11 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
-#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace coll::testing {
@@ -37,8 +34,10 @@ TEST(ShmSegment, OneLeftByAPeerKilledBeforeItWasMappedIsUnlinkedByTheSurvivor) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // Rank 0, as far as making its segment (the transport's layout: 2 ranks, 8 slots of 32 KiB), then killed.
-    transport::shm::Segment made = transport::shm::Segment::create(dead, 2, 8, 32 << 10, {});
+    // Rank 0, as far as making its segment (the transport's layout for 2 ranks), then killed.
+    using transport::shm::ShmTransport;
+    transport::shm::Segment made =
+        transport::shm::Segment::create(dead, 2, ShmTransport::kSlots, ShmTransport::kSlotBytes, {});
     raise(SIGKILL);
   }
   int status = 0;

@@ -28,9 +28,6 @@ std::unique_ptr<Transport> make_shm_transport(int rank, int nranks, const std::s
 namespace shm {
 namespace {
 
-constexpr uint32_t kSlots = 8;
-constexpr uint32_t kSlotBytes = 32 << 10;
-static_assert(kSlotBytes % 64 == 0, "a sink's pieces are multiples of 64 bytes (transport.h)");
 struct Address {
   std::string host, segment;
   int pid = 0;
@@ -139,10 +136,10 @@ void ShmTransport::setup(const std::vector<std::string>& addresses, PairExchange
     p.segment_name = parsed[static_cast<size_t>(r)].segment;
     p.index_here = index_of(r);
     p.index_there = index_of(rank_);
-    while (!Segment::try_open(parsed[static_cast<size_t>(r)].segment, &p.segment)) {
+    while (!Segment::try_open(p.segment_name, &p.segment)) {
       if (deadline.expired())
         fail(Code::kTimeout, "shm: rank ", rank_, " timed out after ", deadline.budget_ms(), " ms (",
-             deadline.setting(), ") waiting for rank ", r, "'s segment ", parsed[static_cast<size_t>(r)].segment);
+             deadline.setting(), ") waiting for rank ", r, "'s segment ", p.segment_name);
       check_coming(p, pairs, looks.due(), "making its segment");
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

@@ -106,6 +106,10 @@ class ShmTransport final : public Transport, public transport::Board, public Pee
 
   static constexpr size_t kSingleCopyBytes = 256 << 10;
   static constexpr size_t kMappedBytes = 64 << 10;
+  // Each inbound ring's slots: what a message pipelines through.
+  static constexpr uint32_t kSlots = 8;
+  static constexpr uint32_t kSlotBytes = 32 << 10;
+  static_assert(kSlotBytes % 64 == 0, "a sink's pieces are multiples of 64 bytes (transport.h)");
 
  private:
   // Spin this long before sleeping, when every local rank has a core of its
