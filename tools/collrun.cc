@@ -32,8 +32,9 @@
 // collrun returns the first non-zero exit status (128+signal for a rank
 // killed by a signal). When a rank fails, the others get a grace period to
 // finish (they will usually see the failure themselves), then SIGTERM, then
-// SIGKILL, so nothing is left running; then it removes any shared-memory
-// segment of the job that a rank ended that way left in /dev/shm.
+// SIGKILL, so nothing is left running, and removes any shared-memory
+// segment that a rank ended that way left in /dev/shm. A rank that cannot be
+// started (no fork, no pipe) ends the started ones the same way, status 1.
 #include "base/auth.h"
 #include "base/error.h"
 #include "base/socket.h"
@@ -41,6 +42,7 @@
 #include "bootstrap/spares.h"
 #include "transport/registry.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -208,17 +210,64 @@ void drain(int rank, Rank& r, bool final) {
 }
 
 // A rank ended by a signal (ours, after another failed) before its local peers
-// mapped its shared-memory segment leaves it in /dev/shm: the job's are
-// named after its secret, and once every rank has ended none is in use.
-void remove_segments_left(const coll::auth::Secret& secret) {
-  const std::vector<std::string> left = coll::transport::segments_left(secret);
-  for (const std::string& name : left) {
-    std::error_code ec;
-    std::filesystem::remove("/dev/shm/" + name, ec);
+// mapped its shared-memory segment leaves it in /dev/shm. A segment's name
+// ends with its maker's pid: what an ended rank made, for any communicator,
+// is removed while the rank is still a zombie, so that no other process has
+// its pid yet. A rank run through a wrapper made its segments in a child of
+// it: those of the job's secret (the first communicator and its splits) are
+// removed once every rank has ended.
+class Leftovers {
+ public:
+  void remove_by(pid_t pid) { remove(coll::transport::segments_left_by({static_cast<int>(pid)})); }
+  void remove_of(const std::string& secret_hex) {
+    remove(coll::transport::segments_left(coll::auth::secret_from_hex(secret_hex, "the job secret")));
   }
-  if (!left.empty())
-    std::fprintf(stderr, "collrun: removed %zu shared-memory segment(s) that ended ranks left in /dev/shm (%s)\n",
-                 left.size(), left.front().c_str());
+  ~Leftovers() {
+    if (removed_ > 0)
+      std::fprintf(stderr, "collrun: removed %zu shared-memory segment(s) that ended ranks left in /dev/shm (%s)\n",
+                   removed_, first_.c_str());
+  }
+
+ private:
+  void remove(const std::vector<std::string>& names) {
+    for (const std::string& name : names) {
+      std::error_code ec;
+      if (!std::filesystem::remove("/dev/shm/" + name, ec)) continue;
+      if (removed_++ == 0) first_ = name;
+    }
+  }
+  size_t removed_ = 0;
+  std::string first_;
+};
+
+// A child that has exited, not reaped (WNOWAIT): its pid stays reserved until
+// waitpid. 0 when none has.
+pid_t exited_child() {
+  siginfo_t info{};
+  if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return 0;
+  return info.si_pid;
+}
+
+// A rank that could not be started (no pipe, no fork): the ones that were
+// would wait for it until their timeout, so they are ended now, SIGTERM and
+// two seconds later SIGKILL, as after a failure.
+void end_started(std::vector<Rank>& ranks, Leftovers& leftovers) {
+  for (const Rank& rk : ranks)
+    if (rk.running) kill(-rk.pid, SIGTERM);
+  const auto kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
+    Rank& rk = ranks[static_cast<size_t>(r)];
+    siginfo_t info{};
+    while (rk.running && waitid(P_PID, static_cast<id_t>(rk.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == 0) {
+      if (std::chrono::steady_clock::now() >= kill_at) kill(-rk.pid, SIGKILL);
+      usleep(10000);
+    }
+    if (rk.running) leftovers.remove_by(rk.pid);
+    if (rk.running) waitpid(rk.pid, nullptr, 0);
+    rk.running = false;
+    if (rk.out_fd >= 0) drain(r, rk, true), close(rk.out_fd);
+  }
 }
 
 }  // namespace
@@ -267,8 +316,7 @@ int main(int argc, char** argv) {
     root = nodes[static_cast<size_t>(node_of[0])].ip + ":" + std::to_string(bound.port());
     store_listener.reset();
   }
-  const coll::auth::Secret job_secret = coll::auth::random_secret();
-  std::string secret = coll::auth::to_hex(job_secret);
+  const std::string secret = coll::auth::to_hex(coll::auth::random_secret());
   std::string master_addr = nodes.empty() ? "127.0.0.1" : nodes[static_cast<size_t>(node_of[0])].ip;
   std::string master_port = std::to_string(free_port());
   const char* ifname = std::getenv("COLL_SOCKET_IFNAME");
@@ -289,16 +337,19 @@ int main(int argc, char** argv) {
 
   const int nprocs = opt.nranks + opt.spares;
   std::vector<Rank> ranks(static_cast<size_t>(nprocs));
+  Leftovers leftovers;
   for (int r = 0; r < nprocs; ++r) {
     const bool spare = r >= opt.nranks;
     int pipe_fds[2] = {-1, -1};
-    if (opt.tag_output && pipe(pipe_fds) != 0) {
-      std::perror("collrun: pipe");
-      return 1;
-    }
-    pid_t pid = fork();
+    const bool piped = !opt.tag_output || pipe2(pipe_fds, O_CLOEXEC) == 0;  // the next ranks inherit none
+    const pid_t pid = piped ? fork() : -1;
     if (pid < 0) {
-      std::perror("collrun: fork");
+      std::fprintf(stderr, "collrun: cannot start %s %d (%s: %s); ending the %d started\n", spare ? "spare" : "rank",
+                   spare ? r - opt.nranks : r, piped ? "fork" : "pipe", std::strerror(errno), r);
+      if (piped && opt.tag_output) close(pipe_fds[0]), close(pipe_fds[1]);
+      end_started(ranks, leftovers);
+      if (!spares_dir.empty()) std::filesystem::remove_all(spares_dir);
+      leftovers.remove_of(secret);
       return 1;
     }
     if (pid == 0) {
@@ -406,7 +457,9 @@ int main(int argc, char** argv) {
 
     int status = 0;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    while ((pid = exited_child()) > 0) {
+      leftovers.remove_by(pid);
+      waitpid(pid, &status, 0);
       for (int r = 0; r < nprocs; ++r) {
         Rank& rk = ranks[static_cast<size_t>(r)];
         if (rk.pid != pid || !rk.running) continue;
@@ -462,6 +515,6 @@ int main(int argc, char** argv) {
   for (int r = 0; r < nprocs; ++r)
     if (ranks[static_cast<size_t>(r)].out_fd >= 0) drain(r, ranks[static_cast<size_t>(r)], true);
   if (!spares_dir.empty()) std::filesystem::remove_all(spares_dir);
-  remove_segments_left(job_secret);
+  leftovers.remove_of(secret);
   return first_failure;
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #ifdef COLL_WITH_SHM
@@ -153,16 +154,36 @@ std::string job_tag(const auth::Secret& secret, const std::string& prefix) {
   return tag;
 }
 
-std::vector<std::string> segments_left(const auth::Secret& secret) {
-  const std::string prefix = "coll-" + job_tag(secret, "");
-  std::vector<std::string> left;
+namespace {
+
+// coll's segments in /dev/shm (coll-<tag>-r<rank>-p<pid>) that `match` accepts.
+template <typename Match>
+std::vector<std::string> segments_where(const Match& match) {
+  std::vector<std::string> found;
   std::error_code ec;
   // Stepped with an error code: a failing read of the folder ends the list, not the program.
   for (std::filesystem::directory_iterator it("/dev/shm", ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) == 0) left.push_back(std::move(name));
+    if (name.rfind("coll-", 0) == 0 && match(name)) found.push_back(std::move(name));
   }
-  return left;
+  return found;
+}
+
+}  // namespace
+
+std::vector<std::string> segments_left(const auth::Secret& secret) {
+  const std::string prefix = "coll-" + job_tag(secret, "");
+  return segments_where([&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
+}
+
+std::vector<std::string> segments_left_by(const std::vector<int>& pids) {
+  std::set<std::string> ends;
+  for (int pid : pids)
+    if (pid > 0) ends.insert(str_cat("-p", pid));
+  return segments_where([&](const std::string& name) {
+    const size_t at = name.rfind("-p");
+    return at != std::string::npos && ends.count(name.substr(at)) > 0;
+  });
 }
 
 }  // namespace coll::transport

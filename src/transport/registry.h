@@ -58,5 +58,10 @@ std::string job_tag(const auth::Secret& secret, const std::string& prefix);
 // /dev/shm: nothing, unless a rank ended by a signal before its local peers
 // had mapped its segment (each unlinks its own then). Names, not paths.
 std::vector<std::string> segments_left(const auth::Secret& secret);
+// What these processes left in /dev/shm, whatever communicator (split,
+// shrunk, grown) made it: a segment's name ends with its maker's pid. Ask
+// while they are ended but not reaped (zombies): a reaped pid may already be
+// another process's.
+std::vector<std::string> segments_left_by(const std::vector<int>& pids);
 
 }  // namespace coll::transport

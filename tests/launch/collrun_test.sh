@@ -45,7 +45,7 @@ echo "== the others are ended after the grace period"
 marker="collrun-test-sleeper-$$"
 start=$(date +%s)
 set +e
-"$collrun" -n 3 --grace 1 -- sh -c "if [ \"\$COLL_RANK\" = 2 ]; then exit 3; fi; exec sleep 300 # $marker"
+"$collrun" -n 3 --grace 1 -- sh -c "if [ \"\$COLL_RANK\" = 2 ]; then exit 3; fi; sleep 300; : $marker"
 rc=$?
 set -e
 elapsed=$(( $(date +%s) - start ))
@@ -54,26 +54,39 @@ elapsed=$(( $(date +%s) - start ))
 sleep 0.5
 if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
 
-echo "== what the job left in /dev/shm is removed, nothing else"
-# A rank ended by a signal before its peers mapped its segment leaves it. Here each rank makes one with
-# the job's name (coll-, then the first 12 hex digits of SHA-256 of "coll-shm:" and the secret), and one
-# whose name differs from it in the 12th digit only, which is not the job's.
+echo "== a rank that cannot be started: those started are ended at once, not left waiting for it"
+# Under a limit of 16 open files, --tag-output's pipe for one of the 32 ranks fails (each keeps one).
+marker="collrun-test-unstarted-$$"
+start=$(date +%s)
+set +e
+err=$( (ulimit -n 16 && "$collrun" -n 32 --tag-output -- sh -c "sleep 300; : $marker") 2>&1)
+rc=$?
+set -e
+elapsed=$(( $(date +%s) - start ))
+[ "$rc" -eq 1 ] || fail "expected status 1, got $rc: $err"
+grep -q "^collrun: cannot start rank [0-9]* (pipe: .*); ending the [0-9]* started$" <<<"$err" ||
+  fail "no note of the rank that could not start: $err"
+[ "$elapsed" -lt 20 ] || fail "took ${elapsed}s to end the started ranks"
+if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
+
+echo "== what the ranks left in /dev/shm is removed, nothing else"
+# A rank ended by a signal before its peers mapped its segment leaves it: coll-<tag>-r<rank>-p<pid>, the
+# pid its maker's, whatever communicator made it. Here each rank makes one so named, and one whose pid is
+# its own with a 0 after it, which is not one of the job's.
+tag="collruntest$$"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -f /dev/shm/coll-"${tag:-none}"-* /dev/shm/coll-"${near:-none}"-*' EXIT
+trap 'rm -rf "$tmp"; rm -f /dev/shm/coll-"$tag"-*' EXIT
 err=$("$collrun" -n 2 -- /usr/bin/python3 -c '
-import hashlib, os
-tag = hashlib.sha256(("coll-shm:" + os.environ["COLL_JOB_SECRET"]).encode()).hexdigest()[:12]
-near = tag[:11] + ("1" if tag[11] == "0" else "0")
-for t in (tag, near):
-    open("/dev/shm/coll-%s-r%s" % (t, os.environ["COLL_RANK"]), "w").close()
-if os.environ["COLL_RANK"] == "0":
-    print(tag, near)' 2>&1 >"$tmp/tags") || fail "the job failed: $err"
-read -r tag near < "$tmp/tags"
-[ ${#tag} = 12 ] && [ ${#near} = 12 ] || fail "no tags from the rank: $(cat "$tmp/tags")"
-left=$(compgen -G "/dev/shm/coll-$tag-*" || true)
-[ -z "$left" ] || fail "left in /dev/shm: $left"
-[ -e "/dev/shm/coll-$near-r0" ] && [ -e "/dev/shm/coll-$near-r1" ] ||
-  fail "collrun removed coll-$near-r*, not its job's (coll-$tag-r*)"
+import os, sys
+tag, rank, pid = sys.argv[1], os.environ["COLL_RANK"], os.getpid()
+for end in ("%d" % pid, "%d0" % pid):
+    open("/dev/shm/coll-%s-r%s-p%s" % (tag, rank, end), "w").close()
+open("%s/pid%s" % (sys.argv[2], rank), "w").write("%d" % pid)' "$tag" "$tmp" 2>&1) || fail "the job failed: $err"
+for r in 0 1; do
+  pid=$(cat "$tmp/pid$r")
+  [ ! -e "/dev/shm/coll-$tag-r$r-p$pid" ] || fail "rank $r's coll-$tag-r$r-p$pid left in /dev/shm"
+  [ -e "/dev/shm/coll-$tag-r$r-p${pid}0" ] || fail "collrun removed coll-$tag-r$r-p${pid}0, not a rank's"
+done
 grep -q "^collrun: removed 2 shared-memory segment(s) that ended ranks left in /dev/shm (coll-$tag-r" <<<"$err" ||
   fail "no note of the 2 segments removed: $err"
 

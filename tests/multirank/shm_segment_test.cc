@@ -30,9 +30,11 @@ bool in_dev_shm(const std::string& name) { return std::filesystem::exists("/dev/
 
 TEST(ShmSegment, OneLeftByAPeerKilledBeforeItWasMappedIsUnlinkedByTheSurvivor) {
   const std::string tag = "segment-test-" + std::to_string(getpid());
-  const std::string dead = "/coll-" + tag + "-r0", own = "/coll-" + tag + "-r1";
   const pid_t child = fork();
   ASSERT_GE(child, 0);
+  // The transport's names: the job's tag, the rank, the maker's pid.
+  const std::string dead = "/coll-" + tag + "-r0-p" + std::to_string(child == 0 ? getpid() : child);
+  const std::string own = "/coll-" + tag + "-r1-p" + std::to_string(getpid());
   if (child == 0) {
     // Rank 0, as far as making its segment (the transport's layout for 2 ranks), then killed.
     using transport::shm::ShmTransport;

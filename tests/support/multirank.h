@@ -5,7 +5,7 @@
 // Inside a rank, use the usual EXPECT_/ASSERT_ macros: a rank whose test
 // failed (or threw, or hung past the limit) makes run_ranks() fail in the
 // parent, naming the rank and how it ended. Afterwards the parent checks
-// that the job left nothing in /dev/shm.
+// that the ranks left nothing in /dev/shm, from any communicator.
 #pragma once
 
 #include <coll/coll.h>
@@ -29,7 +29,8 @@ struct RankOptions {
 // Runs `body` in `nranks` processes; asserts (gtest) each exited cleanly.
 void run_ranks(int nranks, const RankBody& body, const RankOptions& options = {});
 
-// Fails the test if /dev/shm holds a segment of the job of this id.
+// Fails the test if /dev/shm holds a segment of the job of this id (while
+// its ranks still run: run_ranks checks what they left once they end).
 void expect_no_segments_left(const coll_unique_id_t& id);
 
 // Creates this rank's communicator or fails the test.
