@@ -222,7 +222,7 @@ class Leftovers {
   void remove_of(const std::string& secret_hex) {
     remove(coll::transport::segments_left(coll::auth::secret_from_hex(secret_hex, "the job secret")));
   }
-  ~Leftovers() {
+  void report() const {
     if (removed_ > 0)
       std::fprintf(stderr, "collrun: removed %zu shared-memory segment(s) that ended ranks left in /dev/shm (%s)\n",
                    removed_, first_.c_str());
@@ -263,10 +263,15 @@ void end_started(std::vector<Rank>& ranks, Leftovers& leftovers) {
       if (std::chrono::steady_clock::now() >= kill_at) kill(-rk.pid, SIGKILL);
       usleep(10000);
     }
-    if (rk.running) leftovers.remove_by(rk.pid);
-    if (rk.running) waitpid(rk.pid, nullptr, 0);
-    rk.running = false;
-    if (rk.out_fd >= 0) drain(r, rk, true), close(rk.out_fd);
+    if (rk.running) {
+      leftovers.remove_by(rk.pid);
+      waitpid(rk.pid, nullptr, 0);
+      rk.running = false;
+    }
+    if (rk.out_fd >= 0) {
+      drain(r, rk, true);
+      close(rk.out_fd);
+    }
   }
 }
 
@@ -350,6 +355,7 @@ int main(int argc, char** argv) {
       end_started(ranks, leftovers);
       if (!spares_dir.empty()) std::filesystem::remove_all(spares_dir);
       leftovers.remove_of(secret);
+      leftovers.report();
       return 1;
     }
     if (pid == 0) {
@@ -516,5 +522,6 @@ int main(int argc, char** argv) {
     if (ranks[static_cast<size_t>(r)].out_fd >= 0) drain(r, ranks[static_cast<size_t>(r)], true);
   if (!spares_dir.empty()) std::filesystem::remove_all(spares_dir);
   leftovers.remove_of(secret);
+  leftovers.report();
   return first_failure;
 }
