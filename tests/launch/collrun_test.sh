@@ -42,10 +42,10 @@ set -e
 [ "$rc" -eq 137 ] || fail "expected status 137, got $rc"
 
 echo "== the others are ended after the grace period"
-marker="collrun-test-sleeper-$$"
+marker="sleep 300 0.$$"  # GNU sleep adds its arguments: the marker is the sleeper's own command line
 start=$(date +%s)
 set +e
-"$collrun" -n 3 --grace 1 -- sh -c "if [ \"\$COLL_RANK\" = 2 ]; then exit 3; fi; sleep 300; : $marker"
+"$collrun" -n 3 --grace 1 -- sh -c "if [ \"\$COLL_RANK\" = 2 ]; then exit 3; fi; $marker; :"
 rc=$?
 set -e
 elapsed=$(( $(date +%s) - start ))
@@ -56,10 +56,10 @@ if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$m
 
 echo "== a rank that cannot be started: those started are ended at once, not left waiting for it"
 # Under a limit of 16 open files, --tag-output's pipe for one of the 32 ranks fails (each keeps one).
-marker="collrun-test-unstarted-$$"
+marker="sleep 300 0.1$$"
 start=$(date +%s)
 set +e
-err=$( (ulimit -n 16 && "$collrun" -n 32 --tag-output -- sh -c "sleep 300; : $marker") 2>&1)
+err=$( (ulimit -n 16 && "$collrun" -n 32 --tag-output -- sh -c "$marker; :") 2>&1)
 rc=$?
 set -e
 elapsed=$(( $(date +%s) - start ))

@@ -25,6 +25,8 @@ done
 echo "== mpi_perf: every collective exact"
 set +e
 err=$(timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$build/bench/mpi_perf" -d bfloat16 2>&1)
+rc=$?
 set -e
+[ "$rc" -ne 0 ] || fail "mpi_perf -d bfloat16 succeeded: $err"
 grep -q "bfloat16 has no MPI datatype" <<<"$err" || fail "mpi_perf -d bfloat16 should say why it cannot: $err"
 echo "mpirun_test: all passed"

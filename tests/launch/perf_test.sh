@@ -46,7 +46,8 @@ for mapped in 0 1; do
 done
 
 echo "== -a names an algorithm; an unknown one is an error"
-"$collrun" -n 2 "$perf" -b 1K -e 1K -n 1 -w 0 -a ring >/dev/null
+out=$("$collrun" -n 2 "$perf" -b 1K -e 1K -n 1 -w 0 -a ring)
+grep -q "^# coll_perf: allreduce, 2 ranks, float32 sum, algorithm ring," <<<"$out" || fail "-a ring: $out"
 set +e
 err=$("$collrun" -n 2 --grace 1 "$perf" -b 1K -e 1K -a nosuch 2>&1); rc=$?
 set -e

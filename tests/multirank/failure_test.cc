@@ -209,7 +209,7 @@ TEST(NvlinkEmulated, ARankThatFinishesAndExitsFailsNobody) {
         if (rank == 2) {
           coll_comm_destroy(comm);
           rank2_gone.arrive();
-          _exit(0);
+          leave_now();
         }
         if (rank == 1) {
           ASSERT_TRUE(rank2_gone.wait_for(1));
@@ -245,7 +245,7 @@ TEST(NeverConnected, APeerGoneBeforeItConnectedIsFoundWithoutTheTimeout) {
   run_ranks_with_comm(
       4,
       [&rank3_done](coll_comm_t comm, int rank, int) {
-        if (rank == 1 || rank == 2) _exit(0);
+        if (rank == 1 || rank == 2) leave_now();
         const int from = rank == 0 ? 2 : 1;
         int32_t x = 0;
         const auto start = Clock::now();

@@ -121,7 +121,7 @@ TEST_P(ShrinkFindsTheDead, WithoutBeingToldWho) {
         ASSERT_NE(comm, nullptr);
         EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
         if (rank == 0) raise(SIGKILL);
-        if (rank == 2) _exit(0);  // gone without destroying anything
+        if (rank == 2) leave_now();  // gone without destroying anything
         std::vector<float> v(10000, 1.0f);
         EXPECT_NE(coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
         shrink_to_ranks_1_and_3(comm, rank, "the unnamed dead");
@@ -143,7 +143,7 @@ void survivors_replace_a_dying_host(void (*last_words)(), const char* what, doub
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
-        if (rank == 2) _exit(0);
+        if (rank == 2) leave_now();
         if (rank == 0) {
           last_words();
           raise(SIGKILL);
@@ -197,7 +197,7 @@ void hold_connections_silently_then_refuse() {
   }
   for (int fd : listeners) close(fd);
   std::this_thread::sleep_for(std::chrono::seconds(8));
-  _exit(0);
+  leave_now();
 }
 
 // Rank 0 dies leaving the survivors' connections held without a word (see
@@ -216,7 +216,7 @@ coll_comm_t survivor_of_a_host_that_dies_after_deciding(int rank, int n, const c
   coll_comm_t comm = init_or_die(rank, n, id);
   if (comm == nullptr) return nullptr;
   EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
-  if (rank == 0) _exit(0);
+  if (rank == 0) leave_now();
   if (rank == 1)
     test_hooks::shrink_decided = [] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -357,7 +357,7 @@ TEST(Shrink, ProbesAreNotReportedAsStrangers) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
-        if (rank == 2) _exit(0);
+        if (rank == 2) leave_now();
         coll_comm_t survivors = nullptr;
         ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS) << last_error(comm);
         EXPECT_EQ(sum_of_old_ranks(survivors, rank), 1 + 2 + 4);
@@ -387,7 +387,7 @@ TEST(Shrink, TheSurvivorsUniteTheirExclusions) {
         ASSERT_NE(comm, nullptr);
         if (rank == 3) {
           std::this_thread::sleep_for(std::chrono::seconds(4));
-          _exit(0);
+          leave_now();
         }
         std::vector<int> exclude = rank == 1 ? std::vector<int>{2, 3} : std::vector<int>{};
         const auto start = std::chrono::steady_clock::now();
@@ -423,7 +423,7 @@ TEST(Shrink, ALiveHostThatComesLateIsWaitedFor) {
         coll_comm_t comm = init_or_die(rank, n, id);
         ASSERT_NE(comm, nullptr);
         EXPECT_EQ(sum_of_old_ranks(comm, rank), 1 + 2 + 3 + 4);
-        if (rank == 3) _exit(0);
+        if (rank == 3) leave_now();
         if (rank == 0) std::this_thread::sleep_for(std::chrono::seconds(3));
         coll_comm_t survivors = nullptr;
         ASSERT_EQ(coll_comm_shrink(comm, nullptr, 0, &survivors), COLL_SUCCESS)

@@ -33,6 +33,10 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options = {}
 // its ranks still run: run_ranks checks what they left once they end).
 void expect_no_segments_left(const coll_unique_id_t& id);
 
+// Ends this rank at once, as a process that leaves the job without a word:
+// status 0, or 1 if one of its EXPECTs failed (run_ranks then says which).
+[[noreturn]] void leave_now();
+
 // Creates this rank's communicator or fails the test.
 coll_comm_t init_or_die(int rank, int nranks, const coll_unique_id_t& id);
 

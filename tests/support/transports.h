@@ -38,7 +38,9 @@ inline std::vector<std::string> transports_under_test() {
       out.push_back(e.name);
       continue;
     }
-    if (required != nullptr && std::string(",") + required + "," == std::string(",") + e.name + ",") {
+    // A list: "ib" or "ib,tcp".
+    if (required != nullptr &&
+        (std::string(",") + required + ",").find(std::string(",") + e.name + ",") != std::string::npos) {
       std::fprintf(stderr, "transport %s is required (COLLTEST_REQUIRE_TRANSPORTS) but cannot run: %s\n", e.name,
                    why.c_str());
       std::abort();
