@@ -93,8 +93,8 @@ TEST(Timeout, EveryKindOfCallHonoursIt) {
 }
 
 // Abort from another thread ends an in-flight non-blocking operation and
-// the one queued behind it: coll_wait returns COLL_INVALID_USAGE for both
-// within 100 ms of the abort.
+// the one queued behind it: coll_wait, blocked on the first when the abort
+// comes, returns COLL_INVALID_USAGE for both within 100 ms of it.
 TEST(Abort, EndsNonBlockingOperationsInFlightAndQueued) {
   Handshake done;
   run_ranks(
@@ -112,14 +112,16 @@ TEST(Abort, EndsNonBlockingOperationsInFlightAndQueued) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
           EXPECT_EQ(coll_test(first), COLL_IN_PROGRESS);
           Clock::time_point aborted_at{};
-          std::thread aborter([&] {
+          std::thread aborter([&] {  // while this thread waits on the first
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
             aborted_at = Clock::now();
             EXPECT_EQ(coll_comm_abort(comm), COLL_SUCCESS);
           });
-          aborter.join();
           EXPECT_EQ(coll_wait(first), COLL_INVALID_USAGE) << coll_get_last_error(comm);
           EXPECT_EQ(coll_wait(second), COLL_INVALID_USAGE) << coll_get_last_error(comm);
-          const double ms = ms_since(aborted_at);
+          const Clock::time_point ended = Clock::now();
+          aborter.join();
+          const double ms = std::chrono::duration<double, std::milli>(ended - aborted_at).count();
           EXPECT_LE(ms, 100.0) << "the operations ended " << ms << " ms after the abort";
           std::printf("rank 0: both requests ended %.1f ms after coll_comm_abort\n", ms);
           done.arrive();
