@@ -33,8 +33,9 @@
 // killed by a signal). When a rank fails, the others get a grace period to
 // finish (they will usually see the failure themselves), then SIGTERM, then
 // SIGKILL, so nothing is left running, and removes any shared-memory
-// segment that a rank ended that way left in /dev/shm. A rank that cannot be
-// started (no fork, no pipe) ends the started ones the same way, status 1.
+// segment that a rank ended that way left in /dev/shm. When a rank cannot be
+// started (no fork, no pipe), those started are ended at once (SIGTERM, then
+// SIGKILL 2 s later), and collrun returns 1.
 #include "base/auth.h"
 #include "base/error.h"
 #include "base/socket.h"
@@ -249,8 +250,8 @@ pid_t exited_child() {
 }
 
 // A rank that could not be started (no pipe, no fork): the ones that were
-// would wait for it until their timeout, so they are ended now, SIGTERM and
-// two seconds later SIGKILL, as after a failure.
+// would wait for it until their timeout, so they are ended now, without a
+// grace period: SIGTERM, and SIGKILL two seconds later.
 void end_started(std::vector<Rank>& ranks, Leftovers& leftovers) {
   for (const Rank& rk : ranks)
     if (rk.running) kill(-rk.pid, SIGTERM);
@@ -349,8 +350,9 @@ int main(int argc, char** argv) {
     const bool piped = !opt.tag_output || pipe2(pipe_fds, O_CLOEXEC) == 0;  // the next ranks inherit none
     const pid_t pid = piped ? fork() : -1;
     if (pid < 0) {
-      std::fprintf(stderr, "collrun: cannot start %s %d (%s: %s); ending the %d started\n", spare ? "spare" : "rank",
-                   spare ? r - opt.nranks : r, piped ? "fork" : "pipe", std::strerror(errno), r);
+      std::fprintf(stderr, "collrun: cannot start %s %d (%s: %s); ending the %d started before it\n",
+                   spare ? "spare" : "rank", spare ? r - opt.nranks : r, piped ? "fork" : "pipe", std::strerror(errno),
+                   r);
       if (piped && opt.tag_output) close(pipe_fds[0]), close(pipe_fds[1]);
       end_started(ranks, leftovers);
       if (!spares_dir.empty()) std::filesystem::remove_all(spares_dir);

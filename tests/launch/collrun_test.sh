@@ -42,7 +42,8 @@ set -e
 [ "$rc" -eq 137 ] || fail "expected status 137, got $rc"
 
 echo "== the others are ended after the grace period"
-marker="sleep 300 0.$$"  # GNU sleep adds its arguments: the marker is the sleeper's own command line
+# GNU sleep adds its arguments: the marker is the sleeper's own command line, and its shell's.
+marker="sleep 300 0.$$" pattern="sleep 300 0\\.$$"'(;|$)'
 start=$(date +%s)
 set +e
 "$collrun" -n 3 --grace 1 -- sh -c "if [ \"\$COLL_RANK\" = 2 ]; then exit 3; fi; $marker; :"
@@ -52,11 +53,11 @@ elapsed=$(( $(date +%s) - start ))
 [ "$rc" -eq 3 ] || fail "expected status 3, got $rc"
 [ "$elapsed" -lt 20 ] || fail "took ${elapsed}s to end the sleeping ranks"
 sleep 0.5
-if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
+if pgrep -f "$pattern" >/dev/null; then fail "ranks left running: $(pgrep -af "$pattern")"; fi
 
 echo "== a rank that cannot be started: those started are ended at once, not left waiting for it"
 # Under a limit of 16 open files, --tag-output's pipe for one of the 32 ranks fails (each keeps one).
-marker="sleep 300 0.1$$"
+marker="sleep 301 0.$$" pattern="sleep 301 0\\.$$"'(;|$)'
 start=$(date +%s)
 set +e
 err=$( (ulimit -n 16 && "$collrun" -n 32 --tag-output -- sh -c "$marker; :") 2>&1)
@@ -64,31 +65,38 @@ rc=$?
 set -e
 elapsed=$(( $(date +%s) - start ))
 [ "$rc" -eq 1 ] || fail "expected status 1, got $rc: $err"
-grep -q "^collrun: cannot start rank [0-9]* (pipe: .*); ending the [0-9]* started$" <<<"$err" ||
+grep -q "^collrun: cannot start rank [0-9]* (pipe: .*); ending the [0-9]* started before it$" <<<"$err" ||
   fail "no note of the rank that could not start: $err"
 [ "$elapsed" -lt 20 ] || fail "took ${elapsed}s to end the started ranks"
-if pgrep -f "$marker" >/dev/null; then fail "ranks left running: $(pgrep -af "$marker")"; fi
+sleep 0.5
+if pgrep -f "$pattern" >/dev/null; then fail "ranks left running: $(pgrep -af "$pattern")"; fi
 
 echo "== what the ranks left in /dev/shm is removed, nothing else"
 # A rank ended by a signal before its peers mapped its segment leaves it: coll-<tag>-r<rank>-p<pid>, the
 # pid its maker's, whatever communicator made it. Here each rank makes one so named, and one whose pid is
-# its own with a 0 after it, which is not one of the job's.
+# its own with a 0 after it, which is not one of the job's; rank 0 also one with the job's tag (the first
+# 12 hex digits of SHA-256 of "coll-shm:" and the secret) and that pid, as a child of a wrapper would.
 tag="collruntest$$"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -f /dev/shm/coll-"$tag"-*' EXIT
+trap 'rm -rf "$tmp"; rm -f /dev/shm/coll-"$tag"-* /dev/shm/coll-"${job:-none}"-*' EXIT
 err=$("$collrun" -n 2 -- /usr/bin/python3 -c '
-import os, sys
+import hashlib, os, sys
 tag, rank, pid = sys.argv[1], os.environ["COLL_RANK"], os.getpid()
-for end in ("%d" % pid, "%d0" % pid):
-    open("/dev/shm/coll-%s-r%s-p%s" % (tag, rank, end), "w").close()
-open("%s/pid%s" % (sys.argv[2], rank), "w").write("%d" % pid)' "$tag" "$tmp" 2>&1) || fail "the job failed: $err"
+job = hashlib.sha256(("coll-shm:" + os.environ["COLL_JOB_SECRET"]).encode()).hexdigest()[:12]
+names = [(tag, "%d" % pid), (tag, "%d0" % pid)] + ([(job, "%d0" % pid)] if rank == "0" else [])
+for t, p in names:
+    open("/dev/shm/coll-%s-r%s-p%s" % (t, rank, p), "w").close()
+open("%s/pid%s" % (sys.argv[2], rank), "w").write("%d %s\n" % (pid, job))' "$tag" "$tmp" 2>&1) ||
+  fail "the job failed: $err"
 for r in 0 1; do
-  pid=$(cat "$tmp/pid$r")
+  read -r pid job < "$tmp/pid$r"
   [ ! -e "/dev/shm/coll-$tag-r$r-p$pid" ] || fail "rank $r's coll-$tag-r$r-p$pid left in /dev/shm"
   [ -e "/dev/shm/coll-$tag-r$r-p${pid}0" ] || fail "collrun removed coll-$tag-r$r-p${pid}0, not a rank's"
 done
-grep -q "^collrun: removed 2 shared-memory segment(s) that ended ranks left in /dev/shm (coll-$tag-r" <<<"$err" ||
-  fail "no note of the 2 segments removed: $err"
+read -r pid job < "$tmp/pid0"
+[ ! -e "/dev/shm/coll-$job-r0-p${pid}0" ] || fail "the job's coll-$job-r0-p${pid}0 left in /dev/shm"
+grep -q "^collrun: removed 3 shared-memory segment(s) that ended ranks left in /dev/shm (coll-" <<<"$err" ||
+  fail "no note of the 3 segments removed: $err"
 
 echo "== --bind-to core: rank r on the (r mod C)-th of the C CPUs allowed"
 read -ra allowed <<<"$(/usr/bin/python3 -c "$cpus_of")"

@@ -21,7 +21,8 @@ job=$!
 for _ in $(seq 300); do grep -q "# coll_perf:" "$out" && break; sleep 0.1; done
 sleep 0.5
 # A job that never started its loop, or failed before the cut, would pass for one that found it.
-grep -q "# coll_perf:" "$out" && kill -0 "$job" 2>/dev/null || { echo "cut: the job was not running at the cut"; cat "$out"; exit 1; }
+grep -q "# coll_perf:" "$out" && kill -0 "$job" 2>/dev/null && ! grep -q "failed" "$out" ||
+  { echo "cut: the job was not running at the cut"; cat "$out"; exit 1; }
 ip netns exec "$switch" ip link set port1 down
 cut=$(date +%s%N)
 status=0

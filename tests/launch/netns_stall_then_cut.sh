@@ -24,7 +24,8 @@ env COLL_TIMEOUT_MS="$timeout_ms" COLL_TCP_SILENCE_MS="$silence_ms" COLL_TRANSPO
 job=$!
 for _ in $(seq 300); do grep -q "# coll_perf:" "$out" && break; sleep 0.1; done
 sleep 0.5
-grep -q "# coll_perf:" "$out" && kill -0 "$job" 2>/dev/null || { echo "stall: the job was not running"; cat "$out"; exit 1; }
+grep -q "# coll_perf:" "$out" && kill -0 "$job" 2>/dev/null && ! grep -q "failed" "$out" ||
+  { echo "stall: the job was not running"; cat "$out"; exit 1; }
 for pid in $(pgrep -f -- "$perf -b 64M"); do
   if tr '\0' '\n' < "/proc/$pid/environ" | grep -qx "COLL_RANK=1"; then stopped=$pid; fi
 done

@@ -6,7 +6,8 @@
 // a growth, the spare in the dead rank's stead) or return an error that names
 // its cause; none may wait past the timeout (the harness kills a rank still
 // running at its limit and fails the test); no shared-memory segment of any
-// communicator may be left (the harness checks), and each survivor ends with the descriptors it began with.
+// communicator may be left (the harness checks), and each survivor ends
+// with the descriptors it began with.
 #include "support/clock.h"
 #include "support/multirank.h"
 #include "support/proc_self.h"
