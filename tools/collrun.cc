@@ -242,10 +242,11 @@ class Leftovers {
 };
 
 // A child that has exited, not reaped (WNOWAIT): its pid stays reserved until
-// waitpid. 0 when none has.
-pid_t exited_child() {
+// waitpid. `which`: that child only; 0: any. 0 when none has, -1 when there
+// is no such child.
+pid_t exited_child(pid_t which = 0) {
   siginfo_t info{};
-  if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return 0;
+  if (waitid(which > 0 ? P_PID : P_ALL, static_cast<id_t>(which), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -1;
   return info.si_pid;
 }
 
@@ -258,9 +259,7 @@ void end_started(std::vector<Rank>& ranks, Leftovers& leftovers) {
   const auto kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
     Rank& rk = ranks[static_cast<size_t>(r)];
-    siginfo_t info{};
-    while (rk.running && waitid(P_PID, static_cast<id_t>(rk.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-           info.si_pid == 0) {
+    while (rk.running && exited_child(rk.pid) == 0) {
       if (std::chrono::steady_clock::now() >= kill_at) kill(-rk.pid, SIGKILL);
       usleep(10000);
     }

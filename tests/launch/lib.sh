@@ -18,3 +18,24 @@ check_ok() {
 # see each rank's binding.
 # shellcheck disable=SC2034  # used by the tests that source this
 cpus_of='import os; print(*sorted(os.sched_getaffinity(0)))'
+
+# node1_switch: the emulated switch (cesw<id>) whose port1 is node 1's cable, read from
+# COLL_NETNS_NODES ("cen<id>n0:... cen<id>n1:...", scripts/emulate-cluster.sh).
+node1_switch() {
+  local node1=${COLL_NETNS_NODES#* }
+  node1=${node1%%:*}
+  local switch=cesw${node1#cen}
+  echo "${switch%n1}"
+}
+
+# await_loop OUT JOB LABEL: waits until coll_perf's job JOB, writing to OUT, is in its loop (rank 0
+# has printed the table's header), not still connecting. A job that never got there, or that failed
+# on its own, would pass for one that found the fault a test injects next: then LABEL's complaint,
+# OUT, and exit 1.
+await_loop() {
+  local out=$1 job=$2 label=$3
+  for _ in $(seq 300); do grep -q "# coll_perf:" "$out" && break; sleep 0.1; done
+  sleep 0.5
+  grep -q "# coll_perf:" "$out" && kill -0 "$job" 2>/dev/null && ! grep -q "failed" "$out" ||
+    { echo "$label: the job was not running"; cat "$out"; exit 1; }
+}

@@ -13,19 +13,16 @@
 # Prints "stall: <ms from the cut to rank 0's error>" and rank 0's error.
 set -euo pipefail
 collrun=$1 perf=$2 timeout_ms=$3 silence_ms=$4 cut=${5:-cut}
-node1=${COLL_NETNS_NODES#* }
-node1=${node1%%:*}                          # cen<id>n1
-switch=cesw${node1#cen}; switch=${switch%n1}  # cesw<id>
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+switch=$(node1_switch)
 out=$(mktemp)
 stopped=""
 trap 'rm -f "$out"; [ -n "$stopped" ] && kill -KILL "$stopped" 2> /dev/null || true' EXIT
 env COLL_TIMEOUT_MS="$timeout_ms" COLL_TCP_SILENCE_MS="$silence_ms" COLL_TRANSPORTS=tcp \
   "$collrun" --nodes 2 -n 2 --grace 1 --tag-output "$perf" -b 64M -e 64M -n 1000000 -w 0 -c 0 > "$out" 2>&1 &
 job=$!
-for _ in $(seq 300); do grep -q "# coll_perf:" "$out" && break; sleep 0.1; done
-sleep 0.5
-grep -q "# coll_perf:" "$out" && kill -0 "$job" 2>/dev/null && ! grep -q "failed" "$out" ||
-  { echo "stall: the job was not running"; cat "$out"; exit 1; }
+await_loop "$out" "$job" stall
 for pid in $(pgrep -f -- "$perf -b 64M"); do
   if tr '\0' '\n' < "/proc/$pid/environ" | grep -qx "COLL_RANK=1"; then stopped=$pid; fi
 done

@@ -20,6 +20,17 @@
 #include <vector>
 
 namespace coll::testing {
+namespace {
+
+// A forked rank's end: what it printed out, then _exit, which skips the
+// parent's gtest teardown that the child inherited.
+[[noreturn]] void exit_rank(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(code);
+}
+
+}  // namespace
 
 coll_comm_t init_or_die(int rank, int nranks, const coll_unique_id_t& id) {
   coll_comm_t comm = nullptr;
@@ -68,34 +79,30 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
         if (!nodes.empty()) bootstrap::enter_emulated_node(nodes[static_cast<size_t>(rank) % nodes.size()]);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
-        _exit(5);
+        exit_rank(5);
       }
       for (const auto& [k, v] : options.env) setenv(k.c_str(), v.c_str(), 1);
       if (options.hosts > 0) setenv("COLL_HOSTID", ("host" + std::to_string(rank % options.hosts)).c_str(), 1);
-      int code = 0;
       try {
         if (rank == 0) {
           coll_unique_id_t id;
           coll_result_t r = coll_get_unique_id(&id);
           if (r != COLL_SUCCESS) {
             std::fprintf(stderr, "rank 0: coll_get_unique_id: %s\n", coll_get_last_error(nullptr));
-            _exit(3);
+            exit_rank(3);
           }
           *shared = id;
           published.arrive();
         } else if (!published.wait_for(1, std::chrono::seconds(60))) {
           std::fprintf(stderr, "rank %d: no unique id from rank 0 within 60 s\n", rank);
-          _exit(4);
+          exit_rank(4);
         }
         body(rank, nranks, *shared);
-        code = ::testing::Test::HasFailure() ? 1 : 0;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: exception: %s\n", rank, e.what());
-        code = 2;
+        exit_rank(2);
       }
-      std::fflush(stdout);
-      std::fflush(stderr);
-      _exit(code);  // skip the parent's gtest teardown in the child
+      leave_now();
     }
     pids[static_cast<size_t>(rank)] = pid;
   }
@@ -149,11 +156,7 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
   munmap(shared, sizeof(coll_unique_id_t));
 }
 
-void leave_now() {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  _exit(::testing::Test::HasFailure() ? 1 : 0);
-}
+void leave_now() { exit_rank(::testing::Test::HasFailure() ? 1 : 0); }
 
 void expect_no_segments_left(const coll_unique_id_t& raw) {
   std::string left;
