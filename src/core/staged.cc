@@ -8,10 +8,13 @@
 #include "core/exchange_queue.h"
 #include "core/staging/layout.h"
 #include "core/staging/stager.h"
+#include "core/test_hooks.h"
 
 #include "base/config.h"
 
 namespace coll {
+
+void (*test_hooks::staged_through_slots)() = nullptr;
 
 bool Communicator::stages(const OpRequest& op) const {
   if (op.collective == algo::Collective::kBarrier) return false;
@@ -80,6 +83,7 @@ std::shared_ptr<Completion> Communicator::run_staged(const OpRequest& op) {
     const bool p2p = algo::is_point_to_point(op.collective);
     for (size_t k = 0; k < chunks->size(); ++k) compile({&(*chunks)[k].host, 1}, (*jobs)[k], p2p);
     exchanges_->close();
+    if (test_hooks::staged_through_slots) test_hooks::staged_through_slots();
   } catch (...) {
     // Released on the worker, after the operations before it: the gate
     // counter is written in the order the numbers were taken.

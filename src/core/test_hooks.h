@@ -1,6 +1,6 @@
 // Moments at which a test can make a rank die or wait, to reproduce a race
-// that timing alone would hit only by chance. Null (nothing happens)
-// outside the tests that set them, in their own processes.
+// that timing alone would hit only by chance, or count that a path ran. Null
+// (nothing happens) outside the tests that set them, in their own processes.
 #pragma once
 
 namespace coll::test_hooks {
@@ -13,5 +13,6 @@ extern void (*agree_committed)();         // an agreement's host, after the comm
 extern void (*agree_reading_commit)();    // an agreement's guest, before reading the commit
 extern void (*grow_broadcasting)();       // a member of a growth, before rank 0's id goes out
 extern void (*grow_joining)();            // a member of a growth, once it has the id, before joining
+extern void (*staged_through_slots)();    // an operation compiled to run chunk by chunk through the staging slots
 
 }  // namespace coll::test_hooks

@@ -1,7 +1,9 @@
 #include "support/multirank.h"
 
+#include "base/config.h"
 #include "bootstrap/emulated_node.h"
 #include "bootstrap/unique_id.h"
+#include "core/test_hooks.h"
 #include "support/handshake.h"
 #include "transport/registry.h"
 #include "transport/router.h"
@@ -28,6 +30,21 @@ namespace {
   std::fflush(stdout);
   std::fflush(stderr);
   _exit(code);
+}
+
+int staged_operations = 0;  // this rank's, counted through test_hooks::staged_through_slots
+
+// Under COLL_STAGE_HOST_BUFFERS=1 (the staging.* tests) a rank's collectives
+// must go through the staging slots: an exact result from the plain path
+// would pass those tests without testing the pipeline.
+void run_body(const RankBody& body, int rank, int nranks, const coll_unique_id_t& id) {
+  const bool staged = config::get_bool("COLL_STAGE_HOST_BUFFERS");
+  if (staged) test_hooks::staged_through_slots = [] { ++staged_operations; };
+  body(rank, nranks, id);
+  if (staged)
+    EXPECT_GT(staged_operations, 0) << "rank " << rank
+                                    << ": COLL_STAGE_HOST_BUFFERS=1, but none of its operations went "
+                                       "through the staging slots";
 }
 
 }  // namespace
@@ -97,7 +114,7 @@ void run_ranks(int nranks, const RankBody& body, const RankOptions& options) {
           std::fprintf(stderr, "rank %d: no unique id from rank 0 within 60 s\n", rank);
           exit_rank(4);
         }
-        body(rank, nranks, *shared);
+        run_body(body, rank, nranks, *shared);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: exception: %s\n", rank, e.what());
         exit_rank(2);
