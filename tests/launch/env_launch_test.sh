@@ -30,8 +30,8 @@ run_job() {  # launcher (torchrun|slurm), world_size, extra env...
   local port; port=$(free_port)
   local pids=()
   for ((r = 0; r < world; r++)); do
-    local vars=(RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world LOCAL_WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$port)
-    [ "$launcher" = slurm ] && vars=(SLURM_PROCID=$r SLURM_NTASKS=$world SLURM_LOCALID=$r COLL_ROOT_ADDR=127.0.0.1:$port)
+    local vars=("RANK=$r" "LOCAL_RANK=$r" "WORLD_SIZE=$world" "LOCAL_WORLD_SIZE=$world" MASTER_ADDR=127.0.0.1 "MASTER_PORT=$port")
+    [ "$launcher" = slurm ] && vars=("SLURM_PROCID=$r" "SLURM_NTASKS=$world" "SLURM_LOCALID=$r" "COLL_ROOT_ADDR=127.0.0.1:$port")
     env -u COLL_RANK -u RANK -u OMPI_COMM_WORLD_RANK "${vars[@]}" COLL_SOCKET_IFNAME=lo "$@" \
       timeout 120 "$build/bench/coll_perf" -b 8 -e 256K -f 8 -n 2 -w 1 >"$tmp/out.$r" 2>&1 &
     pids+=($!)

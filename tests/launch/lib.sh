@@ -39,3 +39,11 @@ await_loop() {
   grep -q "# coll_perf:" "$out" && kill -0 "$job" 2>/dev/null && ! grep -q "failed" "$out" ||
     { echo "$label: the job was not running"; cat "$out"; exit 1; }
 }
+
+# algorithms_run FILE COLLECTIVE: the algorithms the ranks ran COLLECTIVE with, one a line, sorted,
+# read from FILE, their stderr under COLL_DEBUG=TRACE COLL_DEBUG_SUBSYS=COLL, which logs each
+# operation as it runs ("... TRACE/COLL allreduce #3: 1 job(s), ring, 6 steps"). The log is kept out
+# of stdout, where a line of it could split a line of rank 0's table.
+algorithms_run() {
+  sed -nE "s/.* TRACE\/COLL $2 #[0-9]+: [0-9]+ job\(s\), ([^,]+), .*/\1/p" "$1" | sort -u
+}

@@ -32,10 +32,17 @@ qdisc=$("$emulate" -k 1 -r 10% -- sh -c 'n=${COLL_NETNS_NODES%%:*}; ip netns exe
 grep -q "no peak rate that tc takes" <<<"$qdisc" && grep -q "^qdisc tbf .* rate " <<<"$qdisc" || fail "-r 10%: $qdisc"
 
 echo "== collrun --nodes 2, interleaved, 1 Gbit/s links: every collective exact"
+trace=$(mktemp)
+trap 'rm -f "$trace"' EXIT
 for setting in "" "COLL_TOPO_AWARE=0 COLL_ALGO=ring" "COLL_ALGO=ring" "COLL_ALGO=tree" "COLL_ALGO=hierarchical"; do
-  out=$(env $setting "$emulate" -k 2 -r 1gbit -- "$collrun" --nodes 2 --placement cyclic -n 4 \
-          "$perf" -b 4 -e 1M -f 32 -n 2 -w 1 2>&1) || fail "allreduce ($setting): $out"
+  out=$(env $setting COLL_DEBUG=TRACE COLL_DEBUG_SUBSYS=COLL "$emulate" -k 2 -r 1gbit -- \
+          "$collrun" --nodes 2 --placement cyclic -n 4 "$perf" -b 4 -e 1M -f 32 -n 2 -w 1 2>"$trace") ||
+    fail "allreduce ($setting): $out $(grep -v TRACE "$trace")"
   check_ok "$out" "allreduce ($setting)"
+  # The setting took effect: every allreduce ran with the algorithm it names.
+  want=${setting##*COLL_ALGO=}
+  ran=$(algorithms_run "$trace" allreduce)
+  [ -z "$setting" ] || [ "$ran" = "$want" ] || fail "allreduce ($setting): ran with '${ran//$'\n'/, }'"
 done
 for C in broadcast reduce allgather reduce_scatter alltoall; do
   out=$("$emulate" -k 2 -r none -- "$collrun" --nodes 2 --placement cyclic -n 4 \
