@@ -122,4 +122,37 @@ set +e
 err=$("$collrun" -n 2 --bind-to socket true 2>&1); rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -qF -- "--bind-to socket: core or none" <<<"$err" || fail "--bind-to socket: $rc $err"
+for bad in "-n 2x" "--spares -1" "--nodes 1.5" "--grace soon"; do
+  set +e
+  # shellcheck disable=SC2086  # the option and its value, two words
+  err=$("$collrun" $bad -n 2 true 2>&1); rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && grep -qF -- "collrun: $bad: must be a" <<<"$err" || fail "$bad: $rc $err"
+done
+
+echo "== --tag-output when collrun starts without stdin, stdout and stderr: the rank still has its stderr"
+# Its pipe's write end can then be descriptor 2 itself, which the rank must not lose.
+set +e
+"$collrun" -n 1 --tag-output -- sh -c 'echo to-stderr >&2' <&- >&- 2>&-
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || fail "without stdout and stderr: the rank could not write to its stderr (status $rc)"
+
+echo "== interrupted, collrun ends its ranks: SIGTERM at once, SIGKILL 2 s later"
+# Ranks that ignore SIGTERM: only the SIGKILL ends them, which must wait its 2 s.
+marker="sleep 302 0.$$" pattern="sleep 302 0\\.$$"'(;|$)'
+"$collrun" -n 2 -- sh -c "trap '' TERM; $marker; :" &
+job=$!
+for _ in $(seq 100); do [ "$(pgrep -fc "$pattern")" -ge 2 ] && break; sleep 0.1; done
+[ "$(pgrep -fc "$pattern")" -ge 2 ] || fail "the ranks did not start: $(pgrep -af "$pattern")"
+start=$(date +%s%N)
+kill -INT "$job"
+set +e
+wait "$job"
+rc=$?
+set -e
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$rc" -eq 130 ] || fail "interrupted: expected status 130, got $rc"
+[ "$ms" -ge 1500 ] && [ "$ms" -lt 15000 ] || fail "interrupted: the ranks ended ${ms} ms after the signal, not about 2000"
+if pgrep -f "$pattern" >/dev/null; then fail "interrupted: ranks left running: $(pgrep -af "$pattern")"; fi
 echo "collrun_test: all passed"

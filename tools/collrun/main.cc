@@ -35,7 +35,8 @@
 // SIGKILL, so nothing is left running, and removes any shared-memory
 // segment that a rank ended that way left in /dev/shm. When a rank cannot be
 // started (no fork, no pipe), those started are ended at once (SIGTERM, then
-// SIGKILL 2 s later), and collrun returns 1.
+// SIGKILL 2 s later), and collrun returns 1. Interrupted (SIGINT, SIGTERM),
+// it ends the ranks at once, the same way, and returns 128+signal.
 #include "job.h"
 #include "options.h"
 #include "supervise.h"

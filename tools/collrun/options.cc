@@ -3,10 +3,12 @@
 #include <sched.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace collrun {
 namespace {
@@ -33,6 +35,22 @@ std::string one_of(const char* option, const std::string& value, const char* a, 
   return value;
 }
 
+// An option's number, the whole of its value, at least `least`; else exits with code 2.
+template <typename T>
+T number(const char* option, const char* value, T least) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(value, &end);
+  const bool in_range = std::isfinite(v) && v >= static_cast<double>(least) && v <= 1e9;
+  const bool whole = std::is_floating_point_v<T> || (in_range && v == std::floor(v));
+  if (end == value || *end != '\0' || errno != 0 || !in_range || !whole) {
+    std::fprintf(stderr, "collrun: %s %s: must be a%s number of at least %g\n", option, value,
+                 std::is_floating_point_v<T> ? "" : " whole", static_cast<double>(least));
+    std::exit(2);
+  }
+  return static_cast<T>(v);
+}
+
 }  // namespace
 
 Options parse(int argc, char** argv) {
@@ -41,19 +59,11 @@ Options parse(int argc, char** argv) {
   for (; i < argc; ++i) {
     std::string a = argv[i];
     if ((a == "-n" || a == "-np" || a == "--np") && i + 1 < argc) {
-      o.nranks = std::atoi(argv[++i]);
+      o.nranks = number(a.c_str(), argv[++i], 1);
     } else if (a == "--spares" && i + 1 < argc) {
-      o.spares = std::atoi(argv[++i]);
-      if (o.spares < 0) {
-        std::fprintf(stderr, "collrun: --spares %s: must be at least 0\n", argv[i]);
-        std::exit(2);
-      }
+      o.spares = number("--spares", argv[++i], 0);
     } else if (a == "--nodes" && i + 1 < argc) {
-      o.nodes = std::atoi(argv[++i]);
-      if (o.nodes < 1) {
-        std::fprintf(stderr, "collrun: --nodes %s: must be at least 1\n", argv[i]);
-        std::exit(2);
-      }
+      o.nodes = number("--nodes", argv[++i], 1);
     } else if (a == "--placement" && i + 1 < argc) {
       o.cyclic = one_of("--placement", argv[++i], "block", "cyclic") == "cyclic";
     } else if (a == "--bind-to" && i + 1 < argc) {
@@ -61,7 +71,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--tag-output") {
       o.tag_output = true;
     } else if (a == "--grace" && i + 1 < argc) {
-      o.grace_s = std::atof(argv[++i]);
+      o.grace_s = number("--grace", argv[++i], 0.0);
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       std::exit(0);

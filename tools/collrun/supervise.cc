@@ -80,6 +80,7 @@ struct Watch {
   int first_failure = 0;
   int first_failed_rank = -1;
   Clock::time_point failed_at{};
+  Clock::time_point terminated_at{};  // SIGTERM sent; SIGKILL follows 2 s later
   bool terminated = false, killed = false;
 };
 
@@ -127,23 +128,23 @@ void end_waiting_spares(const Options& opt, std::vector<Rank>& ranks, const std:
   }
 }
 
-// After a failure (or an interrupt: no grace) the others get the grace
-// period, then SIGTERM, then SIGKILL 2 s later.
+// After a failure the others get the grace period, then SIGTERM, then
+// SIGKILL 2 s later; after an interrupt (SIGINT, SIGTERM) the same without
+// the grace period, even one already begun.
 void end_after_failure(const Options& opt, std::vector<Rank>& ranks, Watch& w) {
-  if (g_signal != 0 && w.first_failure == 0) {
-    w.first_failure = 128 + g_signal;
-    w.failed_at = Clock::now() - std::chrono::hours(1);
-  }
+  const bool interrupted = g_signal != 0;
+  if (interrupted && w.first_failure == 0) w.first_failure = 128 + g_signal;
   if (w.first_failure == 0 || w.running == 0) return;
-  const double waited = std::chrono::duration<double>(Clock::now() - w.failed_at).count();
-  if (!w.terminated && waited >= opt.grace_s) {
+  const Clock::time_point now = Clock::now();
+  if (!w.terminated && (interrupted || now - w.failed_at >= std::chrono::duration<double>(opt.grace_s))) {
     if (w.first_failed_rank >= 0)
       std::fprintf(stderr, "collrun: ending the %d remaining rank(s) after rank %d failed\n", w.running,
                    w.first_failed_rank);
     for (const Rank& rk : ranks)
       if (rk.running) kill(-rk.pid, SIGTERM);
     w.terminated = true;
-  } else if (w.terminated && !w.killed && waited >= opt.grace_s + 2.0) {
+    w.terminated_at = now;
+  } else if (w.terminated && !w.killed && now - w.terminated_at >= std::chrono::seconds(2)) {
     for (const Rank& rk : ranks)
       if (rk.running) kill(-rk.pid, SIGKILL);
     w.killed = true;
