@@ -57,10 +57,10 @@ if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
   cmake --preset release > /dev/null
   cmake --build "$build" -j "$(nproc)" --target coll_perf collrun collsim > /dev/null
 fi
-iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
+iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3} runs_each=${CALIBRATE_ROUNDS:-3}
 
 # measure TRANSPORT RANKS COLLECTIVE [ALGORITHM [SIZE]]: "bytes time_us" lines,
-# each size's fastest over $rounds runs (scripts/perf-best.sh), results
+# each size's fastest over $runs_each runs (scripts/perf-best.sh), results
 # unchecked (the tests check them); 64 KiB to 64 MiB, or SIZE alone, in many
 # short iterations.
 measure() {
@@ -77,7 +77,7 @@ measure() {
         "$build/tools/collrun" --nodes 2 --placement cyclic -n "$n")
     transport=tcp
   fi
-  local -a sweep=(-b 64K -e 64M -f 2 -n "$iters" -w 5) times=$rounds
+  local -a sweep=(-b 64K -e 64M -f 2 -n "$iters" -w 5) times=$runs_each
   # Through the emulated links a size takes up to half a second and varies little: fewer, once.
   [ "${launch[0]}" = scripts/emulate-cluster.sh ] && sweep=(-b 64K -e 64M -f 4 -n 5 -w 1) times=1 &&
     [ "$collective" = allgather ] && [ "$n" -gt 2 ] && sweep=(-b 4M -e 64M -f 4 -n 3 -w 1)
@@ -108,13 +108,17 @@ trap '[ -n "${CALIBRATE_KEEP:-}" ] && cp -r "$tmp" "$CALIBRATE_KEEP"; rm -rf "$t
 # shm: the simulator fits its node class to runs on this node (collsim --fit).
 echo "calibrate: shm: 2-rank allgather and allreduce, $ranks-rank allgather and halving-doubling," \
   "2-rank direct allreduce" >&2
-{
+# Its $rounds runs a round of all five apart, not back to back: a slow spell of a shared host (it
+# can last minutes) then slows one run of a point, not all of them.
+runs_each=1
+for ((round = 0; round < rounds; ++round)); do
   measure shm 2 allgather | sed 's/^/allgather ring 2 /'
   measure shm 2 allreduce | sed 's/^/allreduce ring 2 /'
   measure shm "$ranks" allgather | sed "s/^/allgather ring $ranks /"
   measure shm "$ranks" allreduce halving_doubling | sed "s/^/allreduce halving_doubling $ranks /"
   measure shm 2 allreduce direct | sed 's/^/allreduce direct 2 /'
-} > "$out.runs"
+done | scripts/fastest.sh > "$out.runs"
+runs_each=$rounds
 # The ranks share this machine's cores (8 ranks on 2 take turns): given, not fitted.
 # nproc: the CPUs this process may use, which collrun --bind-to core places the ranks on (under a
 # taskset or a cpuset fewer than the machine has).

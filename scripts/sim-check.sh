@@ -6,10 +6,11 @@
 # measured microseconds, error; with -r again_us, again_error), its plot
 # OUT/check.svg (collsim --plot-check), and prints the table and how many
 # predictions fall within 20% (docs/SIMULATION.md, "Calibration"). Each
-# measurement is the fastest of 3 runs (CALIBRATE_ROUNDS) of 40 iterations
-# (CALIBRATE_ITERS), as in the calibration (scripts/perf-best.sh says why),
-# with the ranks bound to the cores as the model places them (collrun
-# --bind-to core; the emulated nodes' ranks are not bound).
+# measurement over shm is the fastest of 3 runs (CALIBRATE_ROUNDS) of 40
+# iterations (CALIBRATE_ITERS), as in the calibration (scripts/fastest.sh
+# says why), the runs a round of every point apart, with the ranks bound to
+# the cores as the model places them (collrun --bind-to core; the emulated
+# nodes' ranks are not bound).
 #
 #   scripts/sim-check.sh [-t TUNING] [-n "2 4 8"] [-a "ring tree ..."] [-o OUT] [-e RATE] [-r]
 #     -t TUNING   the tuning file (default: calibrate first, into OUT/tuning.txt)
@@ -55,13 +56,17 @@ measure() {
     while read -r bytes us; do echo "$where,$n,$a,$cluster,$bytes,$us"; done
 }
 
+# Over shm a point's runs are a round of every point apart, not back to back: a slow spell of a
+# shared host (it can last minutes) then slows one of them, not all.
 sweep() {
-  for n in $ranks; do
-    for a in $algos; do
-      COLL_TRANSPORTS=shm measure shm "$n" "$a" examples/clusters/cpu_node.json "$rounds" "$iters" \
-        "$build/tools/collrun" --bind-to core -n "$n"
+  for ((round = 0; round < rounds; ++round)); do
+    for n in $ranks; do
+      for a in $algos; do
+        COLL_TRANSPORTS=shm measure shm "$n" "$a" examples/clusters/cpu_node.json 1 "$iters" \
+          "$build/tools/collrun" --bind-to core -n "$n"
+      done
     done
-  done
+  done | scripts/fastest.sh ,
   # 2 emulated nodes of 2 ranks: 5 iterations once (the links' rate varies little).
   if [ -n "$emulated" ]; then
     for a in ring tree halving_doubling hierarchical; do
