@@ -78,7 +78,14 @@ echo "== what the ranks left in /dev/shm is removed, nothing else"
 # 12 hex digits of SHA-256 of "coll-shm:" and the secret) and that pid, as a child of a wrapper would.
 tag="collruntest$$"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -f /dev/shm/coll-"$tag"-* /dev/shm/coll-"${job:-none}"-*' EXIT
+# What the tests from here on leave, however they end: the segments below, the sleepers further down.
+cleanup() {
+  rm -rf "$tmp"
+  rm -f /dev/shm/coll-"$tag"-* /dev/shm/coll-"${job:-none}"-*
+  [ -z "${runner:-}" ] || kill -KILL "$runner" 2>/dev/null || true
+  [ -z "${sleepers:-}" ] || pkill -KILL -fx "$sleepers" || true
+}
+trap cleanup EXIT
 err=$("$collrun" -n 2 -- /usr/bin/python3 -c '
 import hashlib, os, sys
 tag, rank, pid = sys.argv[1], os.environ["COLL_RANK"], os.getpid()
@@ -122,7 +129,7 @@ set +e
 err=$("$collrun" -n 2 --bind-to socket true 2>&1); rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -qF -- "--bind-to socket: core or none" <<<"$err" || fail "--bind-to socket: $rc $err"
-for bad in "-n 2x" "--spares -1" "--nodes 1.5" "--grace soon"; do
+for bad in "-n 2x" "-n 1e3" "--spares -1" "--nodes 1.5" "--nodes 0x10" "--grace soon"; do
   set +e
   # shellcheck disable=SC2086  # the option and its value, two words
   err=$("$collrun" $bad -n 2 true 2>&1); rc=$?
@@ -140,19 +147,20 @@ set -e
 
 echo "== interrupted, collrun ends its ranks: SIGTERM at once, SIGKILL 2 s later"
 # Ranks that ignore SIGTERM: only the SIGKILL ends them, which must wait its 2 s.
-marker="sleep 302 0.$$" pattern="sleep 302 0\\.$$"'(;|$)'
+# The sleepers themselves (pgrep -x: not collrun, not their shells): each exists once its shell ignores SIGTERM.
+marker="sleep 302 0.$$" sleepers="sleep 302 0\\.$$"
 "$collrun" -n 2 -- sh -c "trap '' TERM; $marker; :" &
-job=$!
-for _ in $(seq 100); do [ "$(pgrep -fc "$pattern")" -ge 2 ] && break; sleep 0.1; done
-[ "$(pgrep -fc "$pattern")" -ge 2 ] || fail "the ranks did not start: $(pgrep -af "$pattern")"
+runner=$!
+for _ in $(seq 100); do [ "$(pgrep -fxc "$sleepers")" -ge 2 ] && break; sleep 0.1; done
+[ "$(pgrep -fxc "$sleepers")" -ge 2 ] || fail "the ranks did not start: $(pgrep -af "sleep 302")"
 start=$(date +%s%N)
-kill -INT "$job"
+kill -INT "$runner"
 set +e
-wait "$job"
+wait "$runner"
 rc=$?
 set -e
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$rc" -eq 130 ] || fail "interrupted: expected status 130, got $rc"
 [ "$ms" -ge 1500 ] && [ "$ms" -lt 15000 ] || fail "interrupted: the ranks ended ${ms} ms after the signal, not about 2000"
-if pgrep -f "$pattern" >/dev/null; then fail "interrupted: ranks left running: $(pgrep -af "$pattern")"; fi
+if pgrep -fx "$sleepers" >/dev/null; then fail "interrupted: ranks left running: $(pgrep -afx "$sleepers")"; fi
 echo "collrun_test: all passed"

@@ -47,3 +47,9 @@ await_loop() {
 algorithms_run() {
   sed -nE "s/.* TRACE\/COLL $2 #[0-9]+: [0-9]+ job\(s\), ([^,]+), .*/\1/p" "$1" | sort -u
 }
+
+# not_traced FILE: what FILE (stderr under COLL_DEBUG=TRACE) says besides the trace: the errors and
+# warnings of collrun, the ranks and coll, without the schedules that each traced operation prints.
+not_traced() {
+  grep -E "^(collrun|emulate-cluster):|coll_perf:| coll (WARN|INFO)/" "$1" || true
+}

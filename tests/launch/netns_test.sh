@@ -37,7 +37,7 @@ trap 'rm -f "$trace"' EXIT
 for setting in "" "COLL_TOPO_AWARE=0 COLL_ALGO=ring" "COLL_ALGO=ring" "COLL_ALGO=tree" "COLL_ALGO=hierarchical"; do
   out=$(env $setting COLL_DEBUG=TRACE COLL_DEBUG_SUBSYS=COLL "$emulate" -k 2 -r 1gbit -- \
           "$collrun" --nodes 2 --placement cyclic -n 4 "$perf" -b 4 -e 1M -f 32 -n 2 -w 1 2>"$trace") ||
-    fail "allreduce ($setting): $out $(grep -v TRACE "$trace")"
+    fail "allreduce ($setting): $out $(not_traced "$trace")"
   check_ok "$out" "allreduce ($setting)"
   # The setting took effect: every allreduce ran with the algorithm it names.
   want=${setting##*COLL_ALGO=}

@@ -48,11 +48,12 @@ done
 echo "== -a names an algorithm; an unknown one is an error"
 trace=$(mktemp)
 trap 'rm -f "$trace"' EXIT
-out=$(COLL_DEBUG=TRACE COLL_DEBUG_SUBSYS=COLL "$collrun" -n 2 "$perf" -b 1K -e 1K -n 1 -w 0 -a ring 2>"$trace")
+out=$(COLL_DEBUG=TRACE COLL_DEBUG_SUBSYS=COLL "$collrun" -n 2 "$perf" -b 1K -e 1K -n 1 -w 0 -a ring 2>"$trace") ||
+  fail "-a ring: $out $(not_traced "$trace")"
 grep -q "^# coll_perf: allreduce, 2 ranks, float32 sum, algorithm ring," <<<"$out" || fail "-a ring: $out"
 # What ran, not only what the header echoes (without -a, 1 KiB on 2 ranks runs another).
 ran=$(algorithms_run "$trace" allreduce)
-[ "$ran" = ring ] || fail "-a ring: the allreduces ran with '${ran:-nothing}': $(cat "$trace")"
+[ "$ran" = ring ] || fail "-a ring: the allreduces ran with '${ran:-nothing}': $(not_traced "$trace")"
 set +e
 err=$("$collrun" -n 2 --grace 1 "$perf" -b 1K -e 1K -a nosuch 2>&1); rc=$?
 set -e

@@ -3,7 +3,6 @@
 #include "base/auth.h"
 #include "base/error.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -124,8 +123,6 @@ void run_rank(const Options& opt, const Job& job, int r, int out_fd) {
   signal(SIGTERM, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);
   if (out_fd >= 0) {
-    // Started with stdout or stderr closed, collrun may have got the pipe there.
-    if (out_fd <= STDERR_FILENO) out_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
     dup2(out_fd, STDOUT_FILENO);
     dup2(out_fd, STDERR_FILENO);
     close(out_fd);

@@ -36,7 +36,8 @@
 // segment that a rank ended that way left in /dev/shm. When a rank cannot be
 // started (no fork, no pipe), those started are ended at once (SIGTERM, then
 // SIGKILL 2 s later), and collrun returns 1. Interrupted (SIGINT, SIGTERM),
-// it ends the ranks at once, the same way, and returns 128+signal.
+// it ends the ranks at once, the same way (a second signal: SIGKILL at
+// once), and returns 128+signal.
 #include "job.h"
 #include "options.h"
 #include "supervise.h"
@@ -63,6 +64,11 @@ int finish(int status, const collrun::Job& job, collrun::Leftovers& leftovers) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Started without stdin, stdout or stderr, collrun would hand those numbers
+  // out (the store's socket, a rank's pipe), and dup2 onto a rank's stdio
+  // would then replace them: /dev/null holds the places.
+  for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd)
+    if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0) return 2;
   const collrun::Options opt = collrun::parse(argc, argv);
   collrun::Job job;
   int exit_code = 0;

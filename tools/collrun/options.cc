@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,17 +34,19 @@ std::string one_of(const char* option, const std::string& value, const char* a, 
   return value;
 }
 
-// An option's number, the whole of its value, at least `least`; else exits with code 2.
+// An option's number, the whole of its value, from `least` to 1e9: decimal
+// digits, and for a floating-point T a fraction too; else exits with code 2.
 template <typename T>
 T number(const char* option, const char* value, T least) {
+  constexpr bool whole = !std::is_floating_point_v<T>;
+  const char* allowed = whole ? "0123456789" : "0123456789.";
   char* end = nullptr;
   errno = 0;
-  const double v = std::strtod(value, &end);
-  const bool in_range = std::isfinite(v) && v >= static_cast<double>(least) && v <= 1e9;
-  const bool whole = std::is_floating_point_v<T> || (in_range && v == std::floor(v));
-  if (end == value || *end != '\0' || errno != 0 || !in_range || !whole) {
-    std::fprintf(stderr, "collrun: %s %s: must be a%s number of at least %g\n", option, value,
-                 std::is_floating_point_v<T> ? "" : " whole", static_cast<double>(least));
+  const double v = whole ? static_cast<double>(std::strtoll(value, &end, 10)) : std::strtod(value, &end);
+  const bool digits = value[0] != '\0' && std::strspn(value, allowed) == std::strlen(value);
+  if (!digits || end == value || *end != '\0' || errno != 0 || v < static_cast<double>(least) || v > 1e9) {
+    std::fprintf(stderr, "collrun: %s %s: must be a%s number from %g to 1e9\n", option, value, whole ? " whole" : "",
+                 static_cast<double>(least));
     std::exit(2);
   }
   return static_cast<T>(v);

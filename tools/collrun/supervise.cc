@@ -20,8 +20,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-volatile sig_atomic_t g_signal = 0;
-void on_signal(int sig) { g_signal = sig; }
+volatile sig_atomic_t g_signal = 0;   // the last SIGINT or SIGTERM collrun got
+volatile sig_atomic_t g_signals = 0;  // how many
+void on_signal(int sig) {
+  g_signal = sig;
+  g_signals = g_signals + 1;
+}
 
 void emit(int rank, const std::string& line) {
   char tag[32];
@@ -129,22 +133,26 @@ void end_waiting_spares(const Options& opt, std::vector<Rank>& ranks, const std:
 }
 
 // After a failure the others get the grace period, then SIGTERM, then
-// SIGKILL 2 s later; after an interrupt (SIGINT, SIGTERM) the same without
-// the grace period, even one already begun.
+// SIGKILL 2 s later. An interrupt (SIGINT, SIGTERM) is the job's status and
+// ends the ranks the same way without the grace period, even one already
+// begun; a second one sends the SIGKILL at once.
 void end_after_failure(const Options& opt, std::vector<Rank>& ranks, Watch& w) {
-  const bool interrupted = g_signal != 0;
-  if (interrupted && w.first_failure == 0) w.first_failure = 128 + g_signal;
+  const int signals = g_signals;
+  if (signals > 0) w.first_failure = 128 + g_signal;
   if (w.first_failure == 0 || w.running == 0) return;
   const Clock::time_point now = Clock::now();
-  if (!w.terminated && (interrupted || now - w.failed_at >= std::chrono::duration<double>(opt.grace_s))) {
-    if (w.first_failed_rank >= 0)
+  if (!w.terminated && (signals > 0 || now - w.failed_at >= std::chrono::duration<double>(opt.grace_s))) {
+    if (signals > 0)
+      std::fprintf(stderr, "collrun: interrupted (%s): ending the %d remaining rank(s)\n", strsignal(g_signal),
+                   w.running);
+    else
       std::fprintf(stderr, "collrun: ending the %d remaining rank(s) after rank %d failed\n", w.running,
                    w.first_failed_rank);
     for (const Rank& rk : ranks)
       if (rk.running) kill(-rk.pid, SIGTERM);
     w.terminated = true;
     w.terminated_at = now;
-  } else if (w.terminated && !w.killed && now - w.terminated_at >= std::chrono::seconds(2)) {
+  } else if (w.terminated && !w.killed && (signals > 1 || now - w.terminated_at >= std::chrono::seconds(2))) {
     for (const Rank& rk : ranks)
       if (rk.running) kill(-rk.pid, SIGKILL);
     w.killed = true;

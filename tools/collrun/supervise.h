@@ -40,8 +40,8 @@ class Leftovers {
   std::string first_;
 };
 
-// SIGINT and SIGTERM end the job: SIGTERM to the ranks at once, with no grace period, SIGKILL 2 s later.
-// SIGPIPE is ignored.
+// SIGINT and SIGTERM end the job: SIGTERM to the ranks at once, with no grace period, SIGKILL 2 s later
+// (at a second signal, at once). SIGPIPE is ignored.
 void catch_signals();
 
 // Until every rank and spare has ended: their output, each end, and after
