@@ -57,7 +57,8 @@ if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
   cmake --preset release > /dev/null
   cmake --build "$build" -j "$(nproc)" --target coll_perf collrun collsim > /dev/null
 fi
-iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3} runs_each=${CALIBRATE_ROUNDS:-3}
+iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
+runs_each=$rounds  # measure's runs of a point; 1 where the rounds spread them (shm, below)
 
 # measure TRANSPORT RANKS COLLECTIVE [ALGORITHM [SIZE]]: "bytes time_us" lines,
 # each size's fastest over $runs_each runs (scripts/perf-best.sh), results

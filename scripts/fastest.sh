@@ -9,7 +9,7 @@
 #   ... | scripts/fastest.sh [SEPARATOR]    # SEPARATOR: the fields' (default: blanks)
 set -euo pipefail
 sep=${1:-}
-awk ${sep:+-F "$sep"} -v sep="$sep" '
-  {t = $NF; k = $0; sub((sep == "" ? "[ \t]+" : sep) "[^" (sep == "" ? " \t" : sep) "]*$", "", k)
-   if (!(k in best)) {order[++n] = k; best[k] = t} else if (t + 0 < best[k] + 0) best[k] = t}
-  END {for (i = 1; i <= n; ++i) print order[i] (sep == "" ? " " : sep) best[order[i]]}'
+awk ${sep:+-F "$sep"} -v OFS="${sep:- }" '
+  {k = $1; for (i = 2; i < NF; ++i) k = k OFS $i
+   if (!(k in best)) {order[++n] = k; best[k] = $NF} else if ($NF + 0 < best[k] + 0) best[k] = $NF}
+  END {for (i = 1; i <= n; ++i) print order[i], best[order[i]]}'

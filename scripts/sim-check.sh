@@ -48,11 +48,11 @@ if [ -z "$tuning" ]; then
 fi
 iters=${CALIBRATE_ITERS:-40} rounds=${CALIBRATE_ROUNDS:-3}
 
-# measure WHERE RANKS ALGORITHM CLUSTER ROUNDS ITERS COMMAND...: "where,ranks,algorithm,cluster,bytes,us" rows.
+# measure WHERE RANKS ALGORITHM CLUSTER ITERS COMMAND...: one run's "where,ranks,algorithm,cluster,bytes,us" rows.
 measure() {
-  local where=$1 n=$2 a=$3 cluster=$4 times=$5 it=$6
-  shift 6
-  scripts/perf-best.sh "$times" "$@" "$build/bench/coll_perf" -a "$a" -b 64K -e 64M -f 4 -n "$it" -w 3 -c 0 |
+  local where=$1 n=$2 a=$3 cluster=$4 it=$5
+  shift 5
+  scripts/perf-best.sh 1 "$@" "$build/bench/coll_perf" -a "$a" -b 64K -e 64M -f 4 -n "$it" -w 3 -c 0 |
     while read -r bytes us; do echo "$where,$n,$a,$cluster,$bytes,$us"; done
 }
 
@@ -62,7 +62,7 @@ sweep() {
   for ((round = 0; round < rounds; ++round)); do
     for n in $ranks; do
       for a in $algos; do
-        COLL_TRANSPORTS=shm measure shm "$n" "$a" examples/clusters/cpu_node.json 1 "$iters" \
+        COLL_TRANSPORTS=shm measure shm "$n" "$a" examples/clusters/cpu_node.json "$iters" \
           "$build/tools/collrun" --bind-to core -n "$n"
       done
     done
@@ -70,7 +70,7 @@ sweep() {
   # 2 emulated nodes of 2 ranks: 5 iterations once (the links' rate varies little).
   if [ -n "$emulated" ]; then
     for a in ring tree halving_doubling hierarchical; do
-      measure emulated 4 "$a" examples/clusters/emulated_2x2.json 1 5 \
+      measure emulated 4 "$a" examples/clusters/emulated_2x2.json 5 \
         scripts/emulate-cluster.sh -k 2 -r "$emulated" -- "$build/tools/collrun" --nodes 2 -n 4
     done
   fi
