@@ -163,4 +163,26 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$rc" -eq 130 ] || fail "interrupted: expected status 130, got $rc"
 [ "$ms" -ge 1500 ] && [ "$ms" -lt 15000 ] || fail "interrupted: the ranks ended ${ms} ms after the signal, not about 2000"
 if pgrep -fx "$sleepers" >/dev/null; then fail "interrupted: ranks left running: $(pgrep -afx "$sleepers")"; fi
+
+echo "== interrupted after a failure's SIGTERM: the SIGKILL at once, not 2 s later"
+marker="sleep 303 0.$$" sleepers="sleep 303 0\\.$$"
+# Rank 0 fails once rank 1 ignores SIGTERM, which its sleeper inherits.
+"$collrun" -n 2 --grace 0 -- sh -c "if [ \$COLL_RANK = 0 ]; then
+    while [ ! -e '$tmp/ignoring' ]; do sleep 0.05; done; exit 3
+  fi; trap '' TERM; touch '$tmp/ignoring'; $marker; :" 2> "$tmp/failed" &
+runner=$!
+for _ in $(seq 100); do grep -q "ending the 1 remaining rank" "$tmp/failed" && pgrep -fx "$sleepers" >/dev/null && break; sleep 0.1; done
+grep -q "ending the 1 remaining rank(s) after rank 0 failed" "$tmp/failed" || fail "no SIGTERM after the failure: $(cat "$tmp/failed")"
+pgrep -fx "$sleepers" >/dev/null || fail "the rank that ignores SIGTERM is not running: $(cat "$tmp/failed")"
+start=$(date +%s%N)
+kill -INT "$runner"
+set +e
+wait "$runner"
+rc=$?
+set -e
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$rc" -eq 130 ] || fail "interrupted after a failure: expected status 130, got $rc"
+[ "$ms" -lt 1500 ] || fail "interrupted after a failure's SIGTERM: the rank ended ${ms} ms after the signal, not at once"
+grep -q "collrun: interrupted (Interrupt): killing the 1 remaining rank(s)" "$tmp/failed" || fail "$(cat "$tmp/failed")"
+if pgrep -fx "$sleepers" >/dev/null; then fail "interrupted after a failure: left running: $(pgrep -afx "$sleepers")"; fi
 echo "collrun_test: all passed"

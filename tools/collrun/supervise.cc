@@ -85,6 +85,7 @@ struct Watch {
   int first_failed_rank = -1;
   Clock::time_point failed_at{};
   Clock::time_point terminated_at{};  // SIGTERM sent; SIGKILL follows 2 s later
+  int signals_at_term = 0;            // interrupts by then: one more sends the SIGKILL at once
   bool terminated = false, killed = false;
 };
 
@@ -135,7 +136,7 @@ void end_waiting_spares(const Options& opt, std::vector<Rank>& ranks, const std:
 // After a failure the others get the grace period, then SIGTERM, then
 // SIGKILL 2 s later. An interrupt (SIGINT, SIGTERM) is the job's status and
 // ends the ranks the same way without the grace period, even one already
-// begun; a second one sends the SIGKILL at once.
+// begun; one that comes after the SIGTERM sends the SIGKILL at once.
 void end_after_failure(const Options& opt, std::vector<Rank>& ranks, Watch& w) {
   const int signals = g_signals;
   if (signals > 0) w.first_failure = 128 + g_signal;
@@ -152,7 +153,12 @@ void end_after_failure(const Options& opt, std::vector<Rank>& ranks, Watch& w) {
       if (rk.running) kill(-rk.pid, SIGTERM);
     w.terminated = true;
     w.terminated_at = now;
-  } else if (w.terminated && !w.killed && (signals > 1 || now - w.terminated_at >= std::chrono::seconds(2))) {
+    w.signals_at_term = signals;
+  } else if (w.terminated && !w.killed &&
+             (signals > w.signals_at_term || now - w.terminated_at >= std::chrono::seconds(2))) {
+    if (signals > w.signals_at_term)
+      std::fprintf(stderr, "collrun: interrupted (%s): killing the %d remaining rank(s)\n", strsignal(g_signal),
+                   w.running);
     for (const Rank& rk : ranks)
       if (rk.running) kill(-rk.pid, SIGKILL);
     w.killed = true;
