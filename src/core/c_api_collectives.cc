@@ -3,6 +3,7 @@
 // hands one OpRequest to the communicator, to the current group, or to the
 // communicator's worker.
 #include "core/c_api_internal.h"
+#include "core/test_hooks.h"
 #include "reduce/backend.h"
 #include "reduce/reduce.h"
 
@@ -21,6 +22,8 @@ using coll::MemoryKind;
 using coll::OpRequest;
 using coll::algo::Collective;
 using coll::capi::guarded;
+
+void (*coll::test_hooks::ran_unstaged)(const char* call) = nullptr;
 
 namespace {
 
@@ -137,6 +140,7 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
       }
       return;
     }
+    if (coll::test_hooks::ran_unstaged) coll::test_hooks::ran_unstaged(what);
     if (async) {
       *request = new coll_request{comm, c.run_async({&op, 1})};
       return;

@@ -14,5 +14,6 @@ extern void (*agree_reading_commit)();    // an agreement's guest, before readin
 extern void (*grow_broadcasting)();       // a member of a growth, before rank 0's id goes out
 extern void (*grow_joining)();            // a member of a growth, once it has the id, before joining
 extern void (*staged_through_slots)();    // an operation compiled to run chunk by chunk through the staging slots
+extern void (*ran_unstaged)(const char* call);  // a call outside a group that did not stage ("allreduce", "barrier")
 
 }  // namespace coll::test_hooks
