@@ -3,10 +3,10 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/shm/process.h"
 
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -496,7 +496,7 @@ bool ShmTransport::exited(const Peer& p) {
     pollfd gone{p.pidfd.get(), POLLIN, 0};
     return ::poll(&gone, 1, 0) == 1;
   }
-  return kill(p.pid, 0) != 0 && errno == ESRCH;
+  return process_ended(p.pid);
 }
 
 void ShmTransport::check_alive(const Peer& p) const {
