@@ -16,6 +16,7 @@
 
 #ifdef COLL_WITH_SHM
 #include "transport/nvlink/nvlink_transport.h"
+#include "transport/shm/process.h"
 #include "transport/shm/region.h"
 #include "transport/shm/shm_transport.h"
 #endif
@@ -156,7 +157,7 @@ std::string job_tag(const auth::Secret& secret, const std::string& prefix) {
 
 namespace {
 
-// coll's segments in /dev/shm (coll-<tag>-r<rank>-p<pid>) that `match` accepts.
+// coll's segments in /dev/shm (coll-<tag>-r<rank>-p<pid>-n<pid namespace>) that `match` accepts.
 template <typename Match>
 std::vector<std::string> segments_where(const Match& match) {
   std::vector<std::string> found;
@@ -177,13 +178,18 @@ std::vector<std::string> segments_left(const auth::Secret& secret) {
 }
 
 std::vector<std::string> segments_left_by(const std::vector<int>& pids) {
+#ifdef COLL_WITH_SHM
   std::set<std::string> ends;
   for (int pid : pids)
-    if (pid > 0) ends.insert(str_cat("-p", pid));
+    if (pid > 0) ends.insert(shm::segment_maker(pid));
   return segments_where([&](const std::string& name) {
     const size_t at = name.rfind("-p");
     return at != std::string::npos && ends.count(name.substr(at)) > 0;
   });
+#else
+  (void)pids;
+  return {};  // no segments
+#endif
 }
 
 }  // namespace coll::transport

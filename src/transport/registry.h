@@ -59,7 +59,8 @@ std::string job_tag(const auth::Secret& secret, const std::string& prefix);
 // had mapped its segment (each unlinks its own then). Names, not paths.
 std::vector<std::string> segments_left(const auth::Secret& secret);
 // What these processes left in /dev/shm, whatever communicator (split,
-// shrunk, grown) made it: a segment's name ends with its maker's pid. Ask
+// shrunk, grown) made it: a segment's name ends with its maker's pid and
+// pid namespace (this process's: the processes are its children). Ask
 // while they are ended but not reaped (zombies): a reaped pid may already be
 // another process's.
 std::vector<std::string> segments_left_by(const std::vector<int>& pids);

@@ -72,10 +72,12 @@ sleep 0.5
 if pgrep -f "$pattern" >/dev/null; then fail "ranks left running: $(pgrep -af "$pattern")"; fi
 
 echo "== what the ranks left in /dev/shm is removed, nothing else"
-# A rank ended by a signal before its peers mapped its segment leaves it: coll-<tag>-r<rank>-p<pid>, the
-# pid its maker's, whatever communicator made it. Here each rank makes one so named, and one whose pid is
-# its own with a 0 after it, which is not one of the job's; rank 0 also one with the job's tag (the first
-# 12 hex digits of SHA-256 of "coll-shm:" and the secret) and that pid, as a child of a wrapper would.
+# A rank ended by a signal before its peers mapped its segment leaves it: coll-<tag>-r<rank>-p<pid>-n<ns>,
+# the pid its maker's and ns the inode of its pid namespace, whatever communicator made it. Here each rank
+# makes one so named; one whose pid is its own with a 0 after it, which is not one of the job's; and one
+# of its pid in another namespace (a container's that shares /dev/shm). Rank 0 also makes one with the
+# job's tag (the first 12 hex digits of SHA-256 of "coll-shm:" and the secret), as a child of a wrapper
+# would.
 tag="collruntest$$"
 tmp=$(mktemp -d)
 # What the tests from here on leave, however they end: the segments below, the sleepers further down.
@@ -89,19 +91,22 @@ trap cleanup EXIT
 err=$("$collrun" -n 2 -- /usr/bin/python3 -c '
 import hashlib, os, sys
 tag, rank, pid = sys.argv[1], os.environ["COLL_RANK"], os.getpid()
+ns = os.stat("/proc/self/ns/pid").st_ino
 job = hashlib.sha256(("coll-shm:" + os.environ["COLL_JOB_SECRET"]).encode()).hexdigest()[:12]
-names = [(tag, "%d" % pid), (tag, "%d0" % pid)] + ([(job, "%d0" % pid)] if rank == "0" else [])
-for t, p in names:
-    open("/dev/shm/coll-%s-r%s-p%s" % (t, rank, p), "w").close()
-open("%s/pid%s" % (sys.argv[2], rank), "w").write("%d %s\n" % (pid, job))' "$tag" "$tmp" 2>&1) ||
+names = [(tag, pid, ns), (tag, "%d0" % pid, ns), (tag, pid, ns + 1)] + ([(job, "%d0" % pid, ns)] if rank == "0" else [])
+for t, p, n in names:
+    open("/dev/shm/coll-%s-r%s-p%s-n%s" % (t, rank, p, n), "w").close()
+open("%s/pid%s" % (sys.argv[2], rank), "w").write("%d %s %d\n" % (pid, job, ns))' "$tag" "$tmp" 2>&1) ||
   fail "the job failed: $err"
 for r in 0 1; do
-  read -r pid job < "$tmp/pid$r"
-  [ ! -e "/dev/shm/coll-$tag-r$r-p$pid" ] || fail "rank $r's coll-$tag-r$r-p$pid left in /dev/shm"
-  [ -e "/dev/shm/coll-$tag-r$r-p${pid}0" ] || fail "collrun removed coll-$tag-r$r-p${pid}0, not a rank's"
+  read -r pid job ns < "$tmp/pid$r"
+  [ ! -e "/dev/shm/coll-$tag-r$r-p$pid-n$ns" ] || fail "rank $r's coll-$tag-r$r-p$pid-n$ns left in /dev/shm"
+  [ -e "/dev/shm/coll-$tag-r$r-p${pid}0-n$ns" ] || fail "collrun removed coll-$tag-r$r-p${pid}0-n$ns, not a rank's"
+  [ -e "/dev/shm/coll-$tag-r$r-p$pid-n$((ns + 1))" ] ||
+    fail "collrun removed coll-$tag-r$r-p$pid-n$((ns + 1)), another pid namespace's"
 done
-read -r pid job < "$tmp/pid0"
-[ ! -e "/dev/shm/coll-$job-r0-p${pid}0" ] || fail "the job's coll-$job-r0-p${pid}0 left in /dev/shm"
+read -r pid job ns < "$tmp/pid0"
+[ ! -e "/dev/shm/coll-$job-r0-p${pid}0-n$ns" ] || fail "the job's coll-$job-r0-p${pid}0-n$ns left in /dev/shm"
 grep -q "^collrun: removed 3 shared-memory segment(s) that ended ranks left in /dev/shm (coll-" <<<"$err" ||
   fail "no note of the 3 segments removed: $err"
 
@@ -145,6 +150,18 @@ rc=$?
 set -e
 [ "$rc" -eq 0 ] || fail "without stdout and stderr: the rank could not write to its stderr (status $rc)"
 
+# Ctrl-C to collrun ($runner), then waits for it: its status in rc, how long it took to end in ms.
+interrupt_runner() {
+  local start
+  start=$(date +%s%N)
+  kill -INT "$runner"
+  set +e
+  wait "$runner"
+  rc=$?
+  set -e
+  ms=$((($(date +%s%N) - start) / 1000000))
+}
+
 echo "== interrupted, collrun ends its ranks: SIGTERM at once, SIGKILL 2 s later"
 # Ranks that ignore SIGTERM: only the SIGKILL ends them, which must wait its 2 s.
 # The sleepers themselves (pgrep -x: not collrun, not their shells): each exists once its shell ignores SIGTERM.
@@ -153,13 +170,7 @@ marker="sleep 302 0.$$" sleepers="sleep 302 0\\.$$"
 runner=$!
 for _ in $(seq 100); do [ "$(pgrep -fxc "$sleepers")" -ge 2 ] && break; sleep 0.1; done
 [ "$(pgrep -fxc "$sleepers")" -ge 2 ] || fail "the ranks did not start: $(pgrep -af "sleep 302")"
-start=$(date +%s%N)
-kill -INT "$runner"
-set +e
-wait "$runner"
-rc=$?
-set -e
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
+interrupt_runner
 [ "$rc" -eq 130 ] || fail "interrupted: expected status 130, got $rc"
 [ "$ms" -ge 1500 ] && [ "$ms" -lt 15000 ] || fail "interrupted: the ranks ended ${ms} ms after the signal, not about 2000"
 if pgrep -fx "$sleepers" >/dev/null; then fail "interrupted: ranks left running: $(pgrep -afx "$sleepers")"; fi
@@ -174,13 +185,7 @@ runner=$!
 for _ in $(seq 100); do grep -q "ending the 1 remaining rank" "$tmp/failed" && pgrep -fx "$sleepers" >/dev/null && break; sleep 0.1; done
 grep -q "ending the 1 remaining rank(s) after rank 0 failed" "$tmp/failed" || fail "no SIGTERM after the failure: $(cat "$tmp/failed")"
 pgrep -fx "$sleepers" >/dev/null || fail "the rank that ignores SIGTERM is not running: $(cat "$tmp/failed")"
-start=$(date +%s%N)
-kill -INT "$runner"
-set +e
-wait "$runner"
-rc=$?
-set -e
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
+interrupt_runner
 [ "$rc" -eq 130 ] || fail "interrupted after a failure: expected status 130, got $rc"
 [ "$ms" -lt 1500 ] || fail "interrupted after a failure's SIGTERM: the rank ended ${ms} ms after the signal, not at once"
 grep -q "collrun: interrupted (Interrupt): killing the 1 remaining rank(s)" "$tmp/failed" || fail "$(cat "$tmp/failed")"

@@ -4,6 +4,7 @@
 // any launcher.
 #include "base/deadline.h"
 #include "base/error.h"
+#include "transport/shm/process.h"
 #include "transport/shm/segment.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/transport.h"
@@ -32,9 +33,9 @@ TEST(ShmSegment, OneLeftByAPeerKilledBeforeItWasMappedIsUnlinkedByTheSurvivor) {
   const std::string tag = "segment-test-" + std::to_string(getpid());
   const pid_t child = fork();
   ASSERT_GE(child, 0);
-  // The transport's names: the job's tag, the rank, the maker's pid.
-  const std::string dead = "/coll-" + tag + "-r0-p" + std::to_string(child == 0 ? getpid() : child);
-  const std::string own = "/coll-" + tag + "-r1-p" + std::to_string(getpid());
+  // The transport's names: the job's tag, the rank, the maker's pid and pid namespace.
+  const std::string dead = "/coll-" + tag + "-r0" + transport::shm::segment_maker(child == 0 ? getpid() : child);
+  const std::string own = "/coll-" + tag + "-r1" + transport::shm::segment_maker(getpid());
   if (child == 0) {
     // Rank 0, as far as making its segment (the transport's layout for 2 ranks), then killed.
     using transport::shm::ShmTransport;

@@ -1,12 +1,15 @@
 // transport/shm/process.h: a peer's end as the shm transport sees it where
-// no pidfd does (the fallback), on real child processes.
+// no pidfd does (the fallback), on real child processes; a segment's maker.
 #include "transport/shm/process.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <string>
 
 namespace coll::transport::shm {
 namespace {
@@ -66,6 +69,12 @@ TEST(ShmProcess, AStoppedProcessHasNotEnded) {
   EXPECT_FALSE(process_ended(pid));
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
+}
+
+TEST(ShmProcess, ASegmentsMakerIsItsPidAndPidNamespace) {
+  struct stat ns {};
+  ASSERT_EQ(stat("/proc/self/ns/pid", &ns), 0);
+  EXPECT_EQ(segment_maker(1234), "-p1234-n" + std::to_string(ns.st_ino));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "transport/shm/process.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cerrno>
@@ -8,6 +9,13 @@
 #include <string>
 
 namespace coll::transport::shm {
+
+std::string segment_maker(int pid) {
+  // The namespace's inode number is unique on the machine; 0 where /proc is not mounted.
+  struct stat ns {};
+  const unsigned long long pid_namespace = stat("/proc/self/ns/pid", &ns) == 0 ? ns.st_ino : 0;
+  return "-p" + std::to_string(pid) + "-n" + std::to_string(pid_namespace);
+}
 
 bool process_ended(int pid) {
   if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;  // EPERM: alive, another user's

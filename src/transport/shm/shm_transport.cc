@@ -66,7 +66,10 @@ bool read_remote(int pid, uint64_t address, void* into, size_t bytes, int* err) 
 }  // namespace
 
 ShmTransport::ShmTransport(int rank, int nranks, const std::string& job_tag, const std::string& host_id)
-    : rank_(rank), nranks_(nranks), host_id_(host_id), name_(str_cat("/coll-", job_tag, "-r", rank, "-p", getpid())) {
+    : rank_(rank),
+      nranks_(nranks),
+      host_id_(host_id),
+      name_(str_cat("/coll-", job_tag, "-r", rank, segment_maker(getpid()))) {
   caps_.name = "shm";
   caps_.same_host_only = true;
   caps_.delivers_pieces = true;
