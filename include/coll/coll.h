@@ -155,8 +155,13 @@ COLL_API coll_result_t coll_comm_init_rank_config(coll_comm_t* comm, int nranks,
  * it at the first seat offered; if that growth fails, it waits for the next. */
 COLL_API coll_result_t coll_comm_init_from_env(coll_comm_t* comm);
 
-/* Releases the communicator: waits for nothing, closes connections, frees
- * memory. Every rank should call it; a null comm is COLL_INVALID_ARGUMENT.
+/* Releases the communicator: closes connections, frees memory. It waits for
+ * no peer, but for this rank's non-blocking operations still running, as
+ * ncclCommDestroy and MPI_Comm_free do (each ends at the latest at its
+ * timeout); call coll_comm_abort first to end them at once. Every rank
+ * should call it. A null comm is COLL_INVALID_ARGUMENT; a call while
+ * another thread is inside a call on comm is COLL_INVALID_USAGE (abort,
+ * then destroy once that call has returned).
  * Any later call with the handle is COLL_INVALID_USAGE (the most recent
  * 4096 destroyed handles are remembered; the message is in
  * coll_get_last_error(NULL)). */
@@ -272,8 +277,11 @@ COLL_API coll_result_t coll_barrier(coll_comm_t comm);
  * - a group that its peer finds wrong (a count that differs) is
  *   COLL_INVALID_USAGE on that peer, and on this rank at the latest at its
  *   next operation that waits on the peer.
- * Errors of recorded calls' arguments are returned at once; errors of their
- * execution by coll_group_end. A message to this rank itself without its
+ * Errors of recorded calls' arguments are returned at once, and then
+ * nothing in the group runs: coll_group_end returns the first such error
+ * (as in NCCL: run without the refused call, the group's later calls would
+ * meet the peers' instances of it). Errors of their execution are
+ * coll_group_end's. A message to this rank itself without its
  * counterpart in the group, or with another count or datatype, is
  * COLL_INVALID_USAGE from coll_group_end before anything moves (the
  * communicator stays usable). A non-blocking call inside a group is
@@ -358,7 +366,8 @@ COLL_API coll_result_t coll_comm_agree(coll_comm_t comm, int* flag, int* gone_ra
  *   wait on both (a crossing exchange). Any other operation between them
  *   orders them: those before it complete before it starts.
  * - A null request pointer is COLL_INVALID_ARGUMENT; inside a group, a
- *   non-blocking call is COLL_INVALID_USAGE.
+ *   non-blocking call is COLL_INVALID_USAGE. A refused call sets *request
+ *   to NULL.
  * ------------------------------------------------------------------------- */
 typedef struct coll_request* coll_request_t;
 
@@ -385,11 +394,13 @@ COLL_API coll_result_t coll_recv_async(void* buf, size_t count, coll_datatype_t 
 COLL_API coll_result_t coll_barrier_async(coll_comm_t comm, coll_request_t* request);
 
 /* Blocks until the operation completes; returns its result and releases the
- * request. On failure coll_get_last_error(comm) has the message. */
+ * request. On failure coll_get_last_error(comm) has the message. A request
+ * released already is COLL_INVALID_USAGE (the most recent 4096 released are
+ * remembered), a null one COLL_INVALID_ARGUMENT. */
 COLL_API coll_result_t coll_wait(coll_request_t request);
 
 /* COLL_IN_PROGRESS while the operation runs (the request stays valid);
- * otherwise its result, and the request is released. */
+ * otherwise its result, and the request is released (as by coll_wait). */
 COLL_API coll_result_t coll_test(coll_request_t request);
 
 /* ---------------------------------------------------------------------------
@@ -422,7 +433,8 @@ COLL_API coll_result_t coll_mem_free(void* ptr);
 
 /* *handle names the registration of [ptr, ptr + bytes) (bytes > 0); the same
  * range registered again is the same registration, counted.
- * COLL_INVALID_ARGUMENT for a null ptr or handle, or 0 bytes. */
+ * COLL_INVALID_ARGUMENT for a null ptr or handle, or 0 bytes. Like the
+ * collectives, not while another thread is inside a call on comm. */
 COLL_API coll_result_t coll_comm_register(coll_comm_t comm, void* ptr, size_t bytes, void** handle);
 
 /* Drops one count of a registration from coll_comm_register; its memory may
@@ -437,8 +449,9 @@ COLL_API const char* coll_get_error_string(coll_result_t result);
 
 /* The message of the last failed call on `comm` by any thread, or of the last
  * failed call without a communicator (init, unique id) in the calling thread
- * when comm is null. Empty when nothing failed. The pointer is valid until the
- * next call on the same communicator (or thread) or coll_comm_destroy(). */
+ * when comm is null. Empty when nothing failed. The string is the calling
+ * thread's own copy, valid until that thread's next call into coll: other
+ * threads' calls do not change it. */
 COLL_API const char* coll_get_last_error(coll_comm_t comm);
 
 #ifdef __cplusplus

@@ -50,32 +50,6 @@ coll_result_t check_handle(coll_comm_t comm, const char* what) {
   return COLL_SUCCESS;
 }
 
-namespace {
-
-// The last kTombstones destroyed handles, oldest first; older ones are freed.
-// Never destroyed itself: handles may be destroyed during static destruction.
-constexpr size_t kTombstones = 4096;
-struct Graveyard {
-  std::mutex mutex;
-  std::deque<coll_comm_t> handles;
-};
-
-void bury(coll_comm_t comm) {
-  static Graveyard* graveyard = new Graveyard;
-  coll_comm_t oldest = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(graveyard->mutex);
-    graveyard->handles.push_back(comm);
-    if (graveyard->handles.size() > kTombstones) {
-      oldest = graveyard->handles.front();
-      graveyard->handles.pop_front();
-    }
-  }
-  delete oldest;
-}
-
-}  // namespace
-
 }  // namespace coll::capi
 
 using coll::Code;
@@ -257,12 +231,18 @@ coll_result_t coll_comm_agree(coll_comm_t comm, int* flag, int* gone_ranks, int*
 
 coll_result_t coll_comm_destroy(coll_comm_t comm) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_destroy")) return bad;
+  // Held from here on: the handle is done with.
+  if (comm->busy.exchange(true))
+    return guarded(comm, [&] {
+      fail(Code::kInvalidUsage, "comm_destroy on rank ", comm->impl ? comm->impl->rank() : -1,
+           ": another thread is inside a call on this communicator; end that call first (coll_comm_abort ends it "
+           "within 100 ms) and destroy the communicator once it has returned");
+    });
   comm->state.store(coll_comm::kDestroyed, std::memory_order_release);
   comm->impl.reset();
   {
     std::lock_guard<std::mutex> lock(comm->error_mutex);
     comm->last_error.clear();
-    comm->last_error_copy.clear();
   }
   coll::capi::bury(comm);
   return COLL_SUCCESS;
@@ -289,7 +269,8 @@ coll_result_t coll_comm_register(coll_comm_t comm, void* ptr, size_t bytes, void
     *handle = nullptr;
     if (ptr == nullptr) fail(Code::kInvalidArgument, "comm_register: ptr is a null pointer");
     if (bytes == 0) fail(Code::kInvalidArgument, "comm_register: bytes is 0");
-    *handle = comm->impl->register_buffer(ptr, bytes);
+    coll::capi::BusyGuard busy(comm);
+    *handle = coll::capi::usable(comm).register_buffer(ptr, bytes);
   });
 }
 
@@ -297,7 +278,8 @@ coll_result_t coll_comm_deregister(coll_comm_t comm, void* handle) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_deregister")) return bad;
   return guarded(comm, [&] {
     if (handle == nullptr) fail(Code::kInvalidArgument, "comm_deregister: handle is a null pointer");
-    comm->impl->deregister_buffer(handle);
+    coll::capi::BusyGuard busy(comm);
+    coll::capi::usable(comm).deregister_buffer(handle);
   });
 }
 
@@ -375,9 +357,11 @@ const char* coll_get_last_error(coll_comm_t comm) {
   // A destroyed handle's message is the calling thread's: the refusal.
   if (comm == nullptr || comm->state.load(std::memory_order_acquire) != coll_comm::kLive)
     return coll::capi::thread_last_error();
+  // Each thread's own copy: another thread's call cannot change or free it under the caller.
+  thread_local std::string copy;
   std::lock_guard<std::mutex> lock(comm->error_mutex);
-  comm->last_error_copy = comm->last_error;
-  return comm->last_error_copy.c_str();
+  copy = comm->last_error;
+  return copy.c_str();
 }
 
 }  // extern "C"

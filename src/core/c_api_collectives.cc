@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,9 +29,14 @@ void (*coll::test_hooks::ran_unstaged)(const char* call) = nullptr;
 
 namespace {
 
+// A call refused inside a group fails the whole group, as in NCCL: run
+// without it, the group's later calls would meet the peers' instances of it
+// (same signature, same counters) and reduce the wrong data.
 struct Group {
   int depth = 0;
   std::vector<std::pair<coll_comm_t, OpRequest>> ops;
+  coll_result_t refused = COLL_SUCCESS;  // the first refused call's result
+  std::string why;                       // and its message
 };
 thread_local Group t_group;
 
@@ -105,8 +112,7 @@ struct Checker {
 // Validates and builds the request (`build`), then runs it now, records it
 // in the current group, or queues it (request != null).
 template <typename Build>
-coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request, bool async, Build&& build) {
-  if (coll_result_t bad = coll::capi::check_handle(comm, what)) return bad;
+coll_result_t run_or_record(coll_comm_t comm, const char* what, coll_request_t* request, bool async, Build& build) {
   return guarded(comm, [&] {
     if (async && request == nullptr) fail(Code::kInvalidArgument, what, ": request is a null pointer");
     coll::capi::BusyGuard busy(comm);
@@ -147,6 +153,19 @@ coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request
     }
     c.run({&op, 1});
   });
+}
+
+// A call of the API: a refusal inside a group fails the group.
+template <typename Build>
+coll_result_t submit(coll_comm_t comm, const char* what, coll_request_t* request, bool async, Build&& build) {
+  if (async && request != nullptr) *request = nullptr;  // a refused call leaves none to wait for
+  coll_result_t result = coll::capi::check_handle(comm, what);
+  if (result == COLL_SUCCESS) result = run_or_record(comm, what, request, async, build);
+  if (result != COLL_SUCCESS && t_group.depth > 0 && t_group.refused == COLL_SUCCESS) {
+    t_group.refused = result;
+    t_group.why = coll_get_last_error(comm);
+  }
+  return result;
 }
 
 // --- builders: check the arguments of one call, describe it ---
@@ -231,12 +250,22 @@ OpRequest p2p_op(const Checker& k, Collective which, void* buf, size_t count, co
 OpRequest barrier_op(const Checker&) { return OpRequest{Collective::kBarrier}; }
 
 coll_result_t finish_request(coll_request_t request, bool block) {
+  const char* what = block ? "coll_wait" : "coll_test";
+  const auto released = [&] {
+    return guarded(nullptr, [&] {
+      fail(Code::kInvalidUsage, what, ": the request was completed and released already (by coll_wait, or by ",
+           "coll_test when it returned other than COLL_IN_PROGRESS); its handle must not be used again");
+    });
+  };
   if (request == nullptr)
-    return guarded(nullptr, [] { fail(Code::kInvalidArgument, "request: null (already completed?)"); });
+    return guarded(nullptr, [&] { fail(Code::kInvalidArgument, what, ": request is null (a failed call's?)"); });
+  if (request->state.load(std::memory_order_acquire) != coll_request::kLive) return released();
   if (!block && !request->completion->done()) return COLL_IN_PROGRESS;
+  if (request->state.exchange(coll_request::kReleased) != coll_request::kLive) return released();  // another thread's
   coll_result_t result = request->completion->wait();
   if (result != COLL_SUCCESS) coll::capi::record(request->comm, request->completion->message());
-  delete request;
+  request->completion.reset();
+  coll::capi::bury(request);
   return result;
 }
 
@@ -335,21 +364,54 @@ coll_result_t coll_group_end(void) {
   if (--t_group.depth > 0) return COLL_SUCCESS;
   auto ops = std::move(t_group.ops);
   t_group.ops.clear();
+  if (const coll_result_t refused = std::exchange(t_group.refused, COLL_SUCCESS); refused != COLL_SUCCESS) {
+    const std::string message = "group_end: nothing in the group ran, because a call in it was refused (" +
+                                std::exchange(t_group.why, {}) +
+                                "); the other ranks' groups wait for this rank's until coll_comm_abort or their "
+                                "timeout";
+    for (const auto& [comm, op] : ops)
+      if (comm->state.load(std::memory_order_acquire) == coll_comm::kLive) coll::capi::record(comm, message);
+    coll::capi::record(nullptr, message);
+    return refused;
+  }
   // One batch per communicator, in the order each first appeared.
   std::vector<coll_comm_t> comms;
   for (const auto& [comm, op] : ops)
     if (std::find(comms.begin(), comms.end(), comm) == comms.end()) comms.push_back(comm);
-  coll_result_t first = COLL_SUCCESS;
-  for (coll_comm_t comm : comms) {
+  const auto batch_of = [&ops](coll_comm_t comm) {
     std::vector<OpRequest> batch;
     for (const auto& [c, op] : ops)
       if (c == comm) batch.push_back(op);
-    coll_result_t r = coll::capi::check_handle(comm, "group_end");  // destroyed inside the group?
+    return batch;
+  };
+  coll_result_t first = COLL_SUCCESS;
+  if (comms.size() == 1) {  // run here, as a blocking call does
+    coll_comm_t comm = comms[0];
+    first = coll::capi::check_handle(comm, "group_end");  // destroyed inside the group?
+    if (first == COLL_SUCCESS)
+      first = guarded(comm, [&] {
+        coll::capi::BusyGuard busy(comm);
+        coll::capi::usable(comm).run(batch_of(comm), true);
+      });
+    return first;
+  }
+  // Several communicators: every batch starts on its communicator's worker
+  // before any is waited for, so that ranks may group them in any order.
+  std::vector<std::unique_ptr<coll::capi::BusyGuard>> held;
+  std::vector<std::pair<coll_comm_t, std::shared_ptr<coll::Completion>>> started;
+  for (coll_comm_t comm : comms) {
+    coll_result_t r = coll::capi::check_handle(comm, "group_end");
     if (r == COLL_SUCCESS)
       r = guarded(comm, [&] {
-        coll::capi::BusyGuard busy(comm);
-        coll::capi::usable(comm).run(batch, true);
+        auto busy = std::make_unique<coll::capi::BusyGuard>(comm);
+        started.emplace_back(comm, coll::capi::usable(comm).run_async(batch_of(comm), true, true));
+        held.push_back(std::move(busy));
       });
+    if (first == COLL_SUCCESS) first = r;
+  }
+  for (const auto& [comm, done] : started) {
+    const coll_result_t r = done->wait();
+    if (r != COLL_SUCCESS) coll::capi::record(comm, done->message());
     if (first == COLL_SUCCESS) first = r;
   }
   return first;

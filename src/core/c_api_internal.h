@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,13 +24,17 @@ struct coll_comm {
   std::unique_ptr<coll::Communicator> impl;
   std::mutex error_mutex;
   std::string last_error;
-  std::string last_error_copy;  // what coll_get_last_error handed out
   std::atomic<bool> busy{false};
 };
 
+// Released by coll_wait or coll_test, a request stays as a tombstone
+// (completion gone, state kReleased) among the last kTombstones released, so
+// that a second wait on it is refused instead of freeing it twice.
 struct coll_request {
+  enum : uint32_t { kLive = 0x2e9, kReleased = 0xdead };
   coll_comm_t comm;
   std::shared_ptr<coll::Completion> completion;
+  std::atomic<uint32_t> state{kLive};
 };
 
 namespace coll::capi {
@@ -61,6 +66,29 @@ coll_result_t guarded(coll_comm_t comm, Fn&& fn) {
     record(comm, "internal error: unknown exception");
     return COLL_INTERNAL_ERROR;
   }
+}
+
+// Keeps a released handle (a communicator, a request) among the last
+// kTombstones of its kind and frees the oldest. The list is never destroyed
+// itself: handles may be released during static destruction.
+constexpr size_t kTombstones = 4096;
+template <typename Handle>
+void bury(Handle* handle) {
+  struct Graveyard {
+    std::mutex mutex;
+    std::deque<Handle*> handles;
+  };
+  static Graveyard* graveyard = new Graveyard;
+  Handle* oldest = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(graveyard->mutex);
+    graveyard->handles.push_back(handle);
+    if (graveyard->handles.size() > kTombstones) {
+      oldest = graveyard->handles.front();
+      graveyard->handles.pop_front();
+    }
+  }
+  delete oldest;
 }
 
 // The communicator behind a handle, refusing uninitialised and aborted ones.

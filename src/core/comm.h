@@ -322,15 +322,19 @@ class Communicator final : private FastPathHost {
                  const std::function<void()>& body);
   size_t staging_bytes_ = 0;
   bool stage_host_buffers_ = false;
-  // Registered buffers: each handle counts how often it was registered;
-  // the router's registration (null where no transport registers memory).
+  // Registered buffers: each counts how often it was registered; the
+  // router's registration (null where no transport registers memory). The
+  // handle is the id, never reused: a released handle cannot name a later
+  // registration, as a freed address would.
   struct Registered {
     void* ptr;
     size_t bytes;
     int count;
     const transport::Registration* registration;
+    uintptr_t id;
   };
-  std::vector<std::unique_ptr<Registered>> registered_;
+  std::vector<Registered> registered_;
+  uintptr_t registrations_made_ = 0;
   void in_order(const std::function<void()>& task);
 };
 

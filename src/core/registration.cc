@@ -5,6 +5,10 @@
 #include "core/comm.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+#include <string>
 
 namespace coll {
 
@@ -20,6 +24,10 @@ void Communicator::in_order(const std::function<void()>& task) {
       done->finish(COLL_SUCCESS, "");
     } catch (const Error& e) {
       done->finish(static_cast<coll_result_t>(e.code()), e.what());
+    } catch (const std::bad_alloc&) {
+      done->finish(COLL_SYSTEM_ERROR, "out of memory");
+    } catch (const std::exception& e) {  // the worker's loop would end the process
+      done->finish(COLL_INTERNAL_ERROR, std::string("internal error: ") + e.what());
     }
   });
   if (coll_result_t result = done->wait(); result != COLL_SUCCESS)
@@ -27,30 +35,30 @@ void Communicator::in_order(const std::function<void()>& task) {
 }
 
 void* Communicator::register_buffer(void* ptr, size_t bytes) {
-  void* handle = nullptr;
+  uintptr_t id = 0;
   in_order([&] {
-    for (auto& r : registered_)
-      if (r->ptr == ptr && r->bytes == bytes) {
-        ++r->count;
-        handle = r.get();
+    for (Registered& r : registered_)
+      if (r.ptr == ptr && r.bytes == bytes) {
+        ++r.count;
+        id = r.id;
         return;
       }
-    auto r = std::make_unique<Registered>(Registered{ptr, bytes, 1, nullptr});
-    r->registration = transport_->register_memory(ptr, bytes, transport::MemoryKind::kHost);
-    handle = r.get();
-    registered_.push_back(std::move(r));
+    const transport::Registration* registration = transport_->register_memory(ptr, bytes, transport::MemoryKind::kHost);
+    id = ++registrations_made_;
+    registered_.push_back(Registered{ptr, bytes, 1, registration, id});
   });
-  return handle;
+  return reinterpret_cast<void*>(id);
 }
 
 void Communicator::deregister_buffer(void* handle) {
   in_order([&] {
-    auto it = std::find_if(registered_.begin(), registered_.end(), [&](const auto& r) { return r.get() == handle; });
+    const auto id = reinterpret_cast<uintptr_t>(handle);
+    auto it = std::find_if(registered_.begin(), registered_.end(), [&](const Registered& r) { return r.id == id; });
     if (it == registered_.end())
       fail(Code::kInvalidArgument, "comm_deregister: rank ", rank_,
            ": the handle is not a registration of this communicator (or it was released already)");
-    if (--(*it)->count > 0) return;
-    if ((*it)->registration != nullptr) transport_->deregister((*it)->registration);
+    if (--it->count > 0) return;
+    if (it->registration != nullptr) transport_->deregister(it->registration);
     registered_.erase(it);
   });
 }

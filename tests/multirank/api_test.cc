@@ -144,6 +144,11 @@ TEST(Api, RegisteredBuffersAreCountedCheckedAndUsable) {
           EXPECT_EQ(coll_comm_deregister(comm, h1), COLL_SUCCESS);
           EXPECT_EQ(coll_comm_deregister(comm, h2), COLL_SUCCESS);
           EXPECT_EQ(coll_comm_deregister(comm, h1), COLL_INVALID_ARGUMENT) << "released twice";
+          // A registration made after h1 was released (where the memory behind a handle would be reused).
+          void* later = nullptr;
+          ASSERT_EQ(coll_comm_register(comm, in.data(), 8, &later), COLL_SUCCESS);
+          EXPECT_EQ(coll_comm_deregister(comm, h1), COLL_INVALID_ARGUMENT) << "a released handle named a later one";
+          EXPECT_EQ(coll_comm_deregister(comm, later), COLL_SUCCESS);
           EXPECT_EQ(coll_comm_deregister(comm, nullptr), COLL_INVALID_ARGUMENT);
           int stranger = 0;
           EXPECT_EQ(coll_comm_deregister(comm, &stranger), COLL_INVALID_ARGUMENT) << "not a handle of ours";
@@ -175,10 +180,10 @@ TEST(Api, ADestroyedCommunicatorIsRefusedEverywhere) {
     expect_error(coll_comm_destroy(comm), COLL_INVALID_USAGE, comm, "comm_destroy: comm was destroyed");
     EXPECT_EQ(request, nullptr);
     EXPECT_EQ(child, nullptr);
-    // Inside a group, the call is refused as it is recorded.
+    // Inside a group, the call is refused as it is recorded, and the group with it.
     ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
     EXPECT_EQ(coll_send(buf, 4, COLL_FLOAT32, 0, comm, nullptr), COLL_INVALID_USAGE);
-    EXPECT_EQ(coll_group_end(), COLL_SUCCESS);
+    expect_error(coll_group_end(), COLL_INVALID_USAGE, nullptr, "comm was destroyed");
   });
 }
 
@@ -260,6 +265,64 @@ TEST(Api, TwoThreadsOnOneCommunicatorAreRefused) {
       EXPECT_EQ(y[1 - refused], 3);
       std::remove(go.c_str());
     }
+    EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+  });
+}
+
+// coll_comm_destroy while another thread is inside a call would free what
+// that call uses: refused, until coll_comm_abort has ended the call.
+TEST(Api, DestroyWhileAnotherThreadIsInsideIsRefused) {
+  run_ranks(2, [](int rank, int nranks, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, nranks, id);
+    ASSERT_NE(comm, nullptr);
+    int64_t v = 0;
+    if (rank == 1) {  // waits for a message that never comes, until rank 0 aborts
+      EXPECT_EQ(coll_recv(&v, 1, COLL_INT64, 0, comm, nullptr), COLL_REMOTE_ERROR) << coll_get_last_error(comm);
+      EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
+      return;
+    }
+    std::atomic<int> code{-1};
+    std::thread inside([&] { code = coll_recv(&v, 1, COLL_INT64, 1, comm, nullptr); });
+    // The receive is under way once a registration, which needs the communicator to itself, is refused.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    void* handle = nullptr;
+    while (coll_comm_register(comm, &v, sizeof v, &handle) == COLL_SUCCESS &&
+           std::chrono::steady_clock::now() < give_up) {
+      coll_comm_deregister(comm, handle);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    expect_error(coll_comm_destroy(comm), COLL_INVALID_USAGE, comm, "another thread is inside a call");
+    ASSERT_EQ(coll_comm_abort(comm), COLL_SUCCESS);
+    inside.join();
+    EXPECT_EQ(code, COLL_INVALID_USAGE) << "the receive, aborted";
+    EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS) << coll_get_last_error(comm);
+  });
+}
+
+// A request is released by the coll_wait or coll_test that completes it;
+// a second is refused (it freed the request twice), and a refused call
+// leaves no request to wait for.
+TEST(Api, ARequestIsReleasedOnce) {
+  run_ranks(1, [](int rank, int nranks, const coll_unique_id_t& id) {
+    coll_comm_t comm = init_or_die(rank, nranks, id);
+    ASSERT_NE(comm, nullptr);
+    int32_t v[3] = {1, 2, 3};
+    coll_request_t waited = nullptr, tested = nullptr;
+    ASSERT_EQ(coll_allreduce_async(v, v, 3, COLL_INT32, COLL_SUM, comm, nullptr, &waited), COLL_SUCCESS);
+    ASSERT_EQ(coll_wait(waited), COLL_SUCCESS);
+    expect_error(coll_wait(waited), COLL_INVALID_USAGE, nullptr, "released already");
+    expect_error(coll_test(waited), COLL_INVALID_USAGE, nullptr, "released already");
+    ASSERT_EQ(coll_broadcast_async(v, 3, COLL_INT32, 0, comm, nullptr, &tested), COLL_SUCCESS);
+    coll_result_t r;
+    while ((r = coll_test(tested)) == COLL_IN_PROGRESS) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(r, COLL_SUCCESS);
+    expect_error(coll_wait(tested), COLL_INVALID_USAGE, nullptr, "released already");
+    EXPECT_EQ(v[2], 3);
+    coll_request_t refused = reinterpret_cast<coll_request_t>(&v);  // what a caller's variable held before
+    EXPECT_EQ(coll_allreduce_async(nullptr, v, 3, COLL_INT32, COLL_SUM, comm, nullptr, &refused),
+              COLL_INVALID_ARGUMENT);
+    EXPECT_EQ(refused, nullptr) << "a refused call's request";
+    expect_error(coll_wait(refused), COLL_INVALID_ARGUMENT, nullptr, "request is null");
     EXPECT_EQ(coll_comm_destroy(comm), COLL_SUCCESS);
   });
 }

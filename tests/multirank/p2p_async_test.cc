@@ -87,10 +87,17 @@ TEST(Group, MisuseIsRefused) {
     ASSERT_NE(comm, nullptr);
     float v = 1;
     coll_request_t req = nullptr;
+    // A non-blocking call inside a group is refused, and fails the group: nothing in it runs.
     ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
+    EXPECT_EQ(coll_allreduce(&v, &v, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
     EXPECT_EQ(coll_allreduce_async(&v, &v, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr, &req), COLL_INVALID_USAGE);
+    EXPECT_EQ(coll_group_end(), COLL_INVALID_USAGE);
+    EXPECT_NE(std::string(coll_get_last_error(comm)).find("nothing in the group ran"), std::string::npos)
+        << coll_get_last_error(comm);
+    EXPECT_EQ(v, 1.0f) << "a failed group ran its allreduce";
     // Collectives inside a group run together at the end, in order.
     float a = 1, b = 2;
+    ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
     EXPECT_EQ(coll_allreduce(&a, &a, 1, COLL_FLOAT32, COLL_SUM, comm, nullptr), COLL_SUCCESS);
     EXPECT_EQ(coll_allreduce(&b, &b, 1, COLL_FLOAT32, COLL_MAX, comm, nullptr), COLL_SUCCESS);
     EXPECT_EQ(a, 1.0f) << "a grouped call must not run before coll_group_end";
@@ -99,6 +106,63 @@ TEST(Group, MisuseIsRefused) {
     EXPECT_EQ(b, 2.0f);
     coll_comm_destroy(comm);
   });
+}
+
+// One rank's first grouped call is refused (a null buffer). Run without it,
+// its second would meet the peer's first, and report success with the
+// wrong sum: the group fails instead, and its abort ends the peer's.
+TEST(Group, ARefusedCallFailsTheWholeGroup) {
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = init_or_die(rank, n, id);
+        ASSERT_NE(comm, nullptr);
+        int64_t a = 10 + rank, b = 100 + rank;
+        ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
+        EXPECT_EQ(coll_allreduce(rank == 1 ? nullptr : &a, &a, 1, COLL_INT64, COLL_SUM, comm, nullptr),
+                  rank == 1 ? COLL_INVALID_ARGUMENT : COLL_SUCCESS);
+        EXPECT_EQ(coll_allreduce(&b, &b, 1, COLL_INT64, COLL_SUM, comm, nullptr), COLL_SUCCESS);
+        const coll_result_t ended = coll_group_end();
+        if (rank == 1) {
+          EXPECT_EQ(ended, COLL_INVALID_ARGUMENT);
+          const std::string why = coll_get_last_error(comm);
+          EXPECT_NE(why.find("nothing in the group ran"), std::string::npos) << why;
+          EXPECT_NE(why.find("sendbuf"), std::string::npos) << "the refusal named: " << why;
+          EXPECT_EQ(b, 101) << "the group ran its second allreduce against the peer's first";
+          ASSERT_EQ(coll_comm_abort(comm), COLL_SUCCESS);
+        } else {
+          EXPECT_EQ(ended, COLL_REMOTE_ERROR) << coll_get_last_error(comm);
+        }
+        coll_comm_destroy(comm);
+      },
+      RankOptions{.env = {{"COLL_TIMEOUT_MS", "30000"}}});
+}
+
+// A group over two communicators, each rank grouping them in another
+// order: run one after the other, each rank would wait in its first for
+// the other's (NCCL runs a group's communicators together).
+TEST(Group, SpansCommunicatorsInAnyOrder) {
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t world = init_or_die(rank, n, id), twin = nullptr;
+        ASSERT_NE(world, nullptr);
+        ASSERT_EQ(coll_comm_split(world, 0, rank, &twin), COLL_SUCCESS) << coll_get_last_error(world);
+        std::vector<int32_t> x(100003, rank + 1), y(100003, 10 * (rank + 1));
+        ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
+        for (coll_comm_t c : rank == 0 ? std::vector{world, twin} : std::vector{twin, world}) {
+          std::vector<int32_t>& v = c == world ? x : y;
+          EXPECT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_INT32, COLL_SUM, c, nullptr), COLL_SUCCESS);
+        }
+        EXPECT_EQ(coll_group_end(), COLL_SUCCESS) << coll_get_last_error(world) << " / " << coll_get_last_error(twin);
+        EXPECT_EQ(x[0], 3);
+        EXPECT_EQ(x[100002], 3);
+        EXPECT_EQ(y[0], 30);
+        EXPECT_EQ(y[100002], 30);
+        coll_comm_destroy(twin);
+        coll_comm_destroy(world);
+      },
+      RankOptions{.env = {{"COLL_TIMEOUT_MS", "20000"}}});
 }
 
 TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {
