@@ -192,8 +192,8 @@ coll_result_t coll_comm_shrink(coll_comm_t comm, const int* exclude_ranks, int n
     if (n < 0) fail(Code::kInvalidArgument, "comm_shrink: n ", n, " is negative");
     if (n > 0 && exclude_ranks == nullptr)
       fail(Code::kInvalidArgument, "comm_shrink: exclude_ranks is null with n ", n);
-    if (comm->impl == nullptr) fail(Code::kInvalidUsage, "comm_shrink: the communicator was not initialised");
     coll::capi::BusyGuard busy(comm);  // failed or aborted is fine: that is what shrink is for
+    if (comm->impl == nullptr) fail(Code::kInvalidUsage, "comm_shrink: the communicator was not initialised");
     auto handle = std::make_unique<coll_comm>();
     handle->impl = comm->impl->shrink(std::vector<int>(exclude_ranks, exclude_ranks + n));
     *newcomm = handle.release();
@@ -218,8 +218,8 @@ coll_result_t coll_comm_agree(coll_comm_t comm, int* flag, int* gone_ranks, int*
     if (flag == nullptr) fail(Code::kInvalidArgument, "comm_agree: flag is a null pointer");
     if ((gone_ranks == nullptr) != (ngone == nullptr))
       fail(Code::kInvalidArgument, "comm_agree: gone_ranks and ngone must both be given or both be null");
-    if (comm->impl == nullptr) fail(Code::kInvalidUsage, "comm_agree: the communicator was not initialised");
     coll::capi::BusyGuard busy(comm);  // failed, aborted or revoked is fine: that is what agree is for
+    if (comm->impl == nullptr) fail(Code::kInvalidUsage, "comm_agree: the communicator was not initialised");
     std::vector<int> gone;
     *flag = comm->impl->agree(*flag, &gone);
     if (ngone != nullptr) {
@@ -238,7 +238,10 @@ coll_result_t coll_comm_destroy(coll_comm_t comm) {
            ": another thread is inside a call on this communicator; end that call first (coll_comm_abort ends it "
            "within 100 ms) and destroy the communicator once it has returned");
     });
-  comm->state.store(coll_comm::kDestroyed, std::memory_order_release);
+  {
+    std::unique_lock<std::shared_mutex> alone(comm->lifetime);  // after the calls of other threads (Reading)
+    comm->state.store(coll_comm::kDestroyed, std::memory_order_release);
+  }
   comm->impl.reset();
   {
     std::lock_guard<std::mutex> lock(comm->error_mutex);
@@ -251,6 +254,7 @@ coll_result_t coll_comm_destroy(coll_comm_t comm) {
 coll_result_t coll_comm_abort(coll_comm_t comm) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_abort")) return bad;
   return guarded(comm, [&] {
+    coll::capi::Reading reading(comm, "comm_abort");
     if (comm->impl) comm->impl->abort();
   });
 }
@@ -258,6 +262,7 @@ coll_result_t coll_comm_abort(coll_comm_t comm) {
 coll_result_t coll_comm_revoke(coll_comm_t comm) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_revoke")) return bad;
   return guarded(comm, [&] {
+    coll::capi::Reading reading(comm, "comm_revoke");
     if (comm->impl) comm->impl->revoke();
   });
 }
@@ -288,6 +293,7 @@ coll_result_t coll_comm_get_async_error(coll_comm_t comm, coll_result_t* error) 
   return guarded(comm, [&] {
     if (error == nullptr) fail(Code::kInvalidArgument, "comm_get_async_error: error is a null pointer");
     *error = COLL_SUCCESS;
+    coll::capi::Reading reading(comm, "comm_get_async_error");
     if (comm->impl == nullptr) return;
     std::string message;
     *error = comm->impl->async_error(&message);
@@ -299,6 +305,7 @@ coll_result_t coll_comm_rank(coll_comm_t comm, int* rank) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_rank")) return bad;
   return guarded(comm, [&] {
     if (rank == nullptr) fail(Code::kInvalidArgument, "rank: null pointer");
+    coll::capi::Reading reading(comm, "comm_rank");
     *rank = comm->impl->rank();
   });
 }
@@ -307,6 +314,7 @@ coll_result_t coll_comm_size(coll_comm_t comm, int* size) {
   if (coll_result_t bad = coll::capi::check_handle(comm, "comm_size")) return bad;
   return guarded(comm, [&] {
     if (size == nullptr) fail(Code::kInvalidArgument, "size: null pointer");
+    coll::capi::Reading reading(comm, "comm_size");
     *size = comm->impl->nranks();
   });
 }

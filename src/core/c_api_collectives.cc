@@ -264,8 +264,7 @@ coll_result_t finish_request(coll_request_t request, bool block) {
   if (request->state.exchange(coll_request::kReleased) != coll_request::kLive) return released();  // another thread's
   coll_result_t result = request->completion->wait();
   if (result != COLL_SUCCESS) coll::capi::record(request->comm, request->completion->message());
-  request->completion.reset();
-  coll::capi::bury(request);
+  coll::capi::bury(request);  // its completion too: another thread may still be asking it (coll_test)
   return result;
 }
 
@@ -397,16 +396,21 @@ coll_result_t coll_group_end(void) {
   }
   // Several communicators: every batch starts on its communicator's worker
   // before any is waited for, so that ranks may group them in any order.
+  // Each communicator is taken and checked before any batch starts.
   std::vector<std::unique_ptr<coll::capi::BusyGuard>> held;
+  for (coll_comm_t comm : comms) {
+    first = coll::capi::check_handle(comm, "group_end");
+    if (first == COLL_SUCCESS)
+      first = guarded(comm, [&] {
+        held.push_back(std::make_unique<coll::capi::BusyGuard>(comm));
+        coll::capi::usable(comm);
+      });
+    if (first != COLL_SUCCESS) return first;
+  }
   std::vector<std::pair<coll_comm_t, std::shared_ptr<coll::Completion>>> started;
   for (coll_comm_t comm : comms) {
-    coll_result_t r = coll::capi::check_handle(comm, "group_end");
-    if (r == COLL_SUCCESS)
-      r = guarded(comm, [&] {
-        auto busy = std::make_unique<coll::capi::BusyGuard>(comm);
-        started.emplace_back(comm, coll::capi::usable(comm).run_async(batch_of(comm), true, true));
-        held.push_back(std::move(busy));
-      });
+    const coll_result_t r =
+        guarded(comm, [&] { started.emplace_back(comm, comm->impl->run_async(batch_of(comm), true, true)); });
     if (first == COLL_SUCCESS) first = r;
   }
   for (const auto& [comm, done] : started) {

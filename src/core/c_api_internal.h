@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 
 // A destroyed handle is kept as a tombstone (impl gone, state kDestroyed)
@@ -25,6 +26,7 @@ struct coll_comm {
   std::mutex error_mutex;
   std::string last_error;
   std::atomic<bool> busy{false};
+  std::shared_mutex lifetime;  // coll_comm_destroy alone; the calls of any thread (Reading) shared
 };
 
 // Released by coll_wait or coll_test, a request stays as a tombstone
@@ -110,6 +112,22 @@ class BusyGuard {
 
  private:
   coll_comm_t comm_;
+};
+
+// Held by the calls any thread may make while another is inside one (abort,
+// revoke, the async error, rank, size), so that coll_comm_destroy, which
+// takes the communicator alone, does not free it under them; refused while
+// a destroy runs.
+class Reading {
+ public:
+  Reading(coll_comm_t comm, const char* what) : lock_(comm->lifetime, std::try_to_lock) {
+    if (!lock_.owns_lock() || comm->state.load(std::memory_order_acquire) != coll_comm::kLive)
+      fail(Code::kInvalidUsage, what,
+           ": comm is being destroyed (coll_comm_destroy); its handle must not be used again");
+  }
+
+ private:
+  std::shared_lock<std::shared_mutex> lock_;
 };
 
 }  // namespace coll::capi

@@ -324,8 +324,9 @@ class Communicator final : private FastPathHost {
   bool stage_host_buffers_ = false;
   // Registered buffers: each counts how often it was registered; the
   // router's registration (null where no transport registers memory). The
-  // handle is the id, never reused: a released handle cannot name a later
-  // registration, as a freed address would.
+  // handle is the id, unique in the process and never reused: a released
+  // handle cannot name a later registration, as a freed address would, nor
+  // another communicator's.
   struct Registered {
     void* ptr;
     size_t bytes;
@@ -334,7 +335,6 @@ class Communicator final : private FastPathHost {
     uintptr_t id;
   };
   std::vector<Registered> registered_;
-  uintptr_t registrations_made_ = 0;
   void in_order(const std::function<void()>& task);
 };
 

@@ -5,6 +5,7 @@
 #include "core/comm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <new>
 #include <stdexcept>
@@ -44,7 +45,8 @@ void* Communicator::register_buffer(void* ptr, size_t bytes) {
         return;
       }
     const transport::Registration* registration = transport_->register_memory(ptr, bytes, transport::MemoryKind::kHost);
-    id = ++registrations_made_;
+    static std::atomic<uintptr_t> made{0};  // every communicator's
+    id = ++made;
     registered_.push_back(Registered{ptr, bytes, 1, registration, id});
   });
   return reinterpret_cast<void*>(id);
