@@ -54,6 +54,8 @@ def view(obj, what, writable=True):
         return _tensor(obj, what, writable)
     import numpy as np
 
+    if isinstance(obj, np.generic) and writable:  # np.asarray would copy it: coll would write into the copy
+        _bad(what, f"a NumPy scalar ({type(obj).__name__}) cannot hold the result (pass numpy.array([x]))")
     if not isinstance(obj, np.ndarray):  # (ml_dtypes' bfloat16 arrays have no buffer of their own)
         try:
             memoryview(obj)
@@ -64,6 +66,9 @@ def view(obj, what, writable=True):
         _bad(what, "not contiguous (pass numpy.ascontiguousarray(x), and copy the result back)")
     if writable and not arr.flags.writeable:
         _bad(what, "read-only, but coll writes the result into it")
+    if not arr.dtype.isnative:
+        _bad(what, f"dtype {arr.dtype.str} is not in this machine's byte order (pass x.astype(x.dtype.newbyteorder('='))"
+             ", and copy the result back)")
     name = arr.dtype.name
     if name not in _BY_NAME:
         _bad(what, f"dtype {arr.dtype} is not one coll reduces ({', '.join(NAMES)})")

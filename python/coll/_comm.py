@@ -1,6 +1,7 @@
 """coll.Communicator: the collectives of coll.h on NumPy arrays, buffer
 objects and torch tensors, blocking or not (async_op=True gives a Request)."""
 import ctypes
+import threading
 
 from . import _errors
 from ._buffers import same_type, view
@@ -13,6 +14,14 @@ SPLIT_NOCOLOR = -1
 def _message(handle):
     text = lib.coll_get_last_error(handle)
     return text.decode(errors="replace") if text else ""
+
+
+def _c_int(value, what):
+    """value as a C int, which ctypes would wrap silently: root 2**32 became root 0."""
+    number = int(value)
+    if not -2**31 <= number < 2**31:
+        raise _errors.InvalidArgument(_errors.INVALID_ARGUMENT, f"{what}: {value} does not fit a C int")
+    return number
 
 
 def _check(result, handle=None):
@@ -32,31 +41,49 @@ def unique_id():
 
 class Request:
     """A non-blocking operation. Its buffers stay in use until wait() returns
-    or test() says True; every request must be completed one of the two ways."""
+    or test() says True; every request must be completed one of the two ways.
+    Once completed, wait() and test() give the same outcome again (its failure
+    too); from several threads, test() says False while another waits."""
 
     def __init__(self, comm, handle, keep):
-        self._comm, self._handle, self._keep, self._done = comm, handle, keep, False
+        self._comm, self._handle, self._keep = comm, handle, keep
+        self._lock = threading.Lock()
+        self._outcome = None  # (result, message) once coll released the request
+
+    def _complete(self, result):
+        self._outcome = (result, _message(self._comm._handle) if result != _errors.SUCCESS else "")
+        self._keep = ()  # the buffers are no longer in use
+
+    def _raise(self):
+        result, message = self._outcome
+        if result != _errors.SUCCESS:
+            _errors.raise_for(result, message or lib.coll_get_error_string(result).decode())
 
     def wait(self):
         """Blocks until the operation completes; raises its failure."""
-        if self._done:
-            return
-        self._done = True
-        _check(lib.coll_wait(self._handle), self._comm._handle)
+        with self._lock:
+            if self._outcome is None:
+                self._complete(lib.coll_wait(self._handle))
+        self._raise()
 
     def test(self):
         """True once the operation completed (raising its failure), False while it runs."""
-        if self._done:
-            return True
-        result = lib.coll_test(self._handle)
-        if result == _errors.IN_PROGRESS:
-            return False
-        self._done = True
-        _check(result, self._comm._handle)
+        if self._outcome is None:  # once set, it stays
+            if not self._lock.acquire(blocking=False):
+                return False  # another thread waits for it
+            try:
+                if self._outcome is None:
+                    result = lib.coll_test(self._handle)
+                    if result == _errors.IN_PROGRESS:
+                        return False
+                    self._complete(result)
+            finally:
+                self._lock.release()
+        self._raise()
         return True
 
     def __del__(self):
-        if not self._done and self._handle is not None:
+        if getattr(self, "_outcome", True) is None and self._handle is not None:
             lib.coll_wait(self._handle)  # released, and the buffers no longer in use
 
 
@@ -70,8 +97,9 @@ class Communicator:
         if not isinstance(uid, (bytes, bytearray)) or len(uid) != ctypes.sizeof(UniqueId):
             raise _errors.InvalidArgument(_errors.INVALID_ARGUMENT, "uid: the 128 bytes of coll.unique_id()")
         handle = ctypes.c_void_p()
-        config = Config(ctypes.sizeof(Config), int(timeout_ms), 0)
-        _check(lib.coll_comm_init_rank_config(ctypes.byref(handle), int(nranks), UniqueId.from_buffer_copy(bytes(uid)), int(rank),
+        config = Config(ctypes.sizeof(Config), _c_int(timeout_ms, "timeout_ms"), 0)
+        _check(lib.coll_comm_init_rank_config(ctypes.byref(handle), _c_int(nranks, "nranks"),
+                                              UniqueId.from_buffer_copy(bytes(uid)), _c_int(rank, "rank"),
                                               ctypes.byref(config)))
         self._handle = handle
 
@@ -118,14 +146,14 @@ class Communicator:
         s, r = self._pair(send, recv)
         self._counts(r, s.count, "an allreduce of send")
         req = self._run("coll_allreduce", (s.address, r.address, s.count, s.dtype, op_code(op), self._handle, s.stream),
-                        (send, recv), async_op)
+                        (s, r), async_op)
         return req if async_op else (recv if recv is not None else send)
 
     def broadcast(self, buf, root=0, async_op=False):
         """buf on every rank = buf on `root`."""
         b = view(buf, "buf")
-        req = self._run("coll_broadcast", (b.address, b.count, b.dtype, int(root), self._handle, b.stream), (buf,),
-                        async_op)
+        req = self._run("coll_broadcast", (b.address, b.count, b.dtype, _c_int(root, "root"), self._handle, b.stream),
+                        (b,), async_op)
         return req if async_op else buf
 
     def reduce(self, send, recv=None, op=SUM, root=0, async_op=False):
@@ -134,8 +162,9 @@ class Communicator:
         s, r = self._pair(send, recv)
         self._counts(r, s.count, "a reduce of send")
         req = self._run("coll_reduce",
-                        (s.address, r.address, s.count, s.dtype, op_code(op), int(root), self._handle, s.stream),
-                        (send, recv), async_op)
+                        (s.address, r.address, s.count, s.dtype, op_code(op), _c_int(root, "root"), self._handle,
+                         s.stream),
+                        (s, r), async_op)
         return req if async_op else (recv if recv is not None else send)
 
     def allgather(self, send, recv, async_op=False):
@@ -143,7 +172,7 @@ class Communicator:
         s, r = self._pair(send, recv)
         self._counts(r, s.count * self.size, "an allgather of send")
         req = self._run("coll_allgather", (s.address, r.address, s.count, s.dtype, self._handle, s.stream),
-                        (send, recv), async_op)
+                        (s, r), async_op)
         return req if async_op else recv
 
     def reduce_scatter(self, send, recv, op=SUM, async_op=False):
@@ -151,7 +180,7 @@ class Communicator:
         s, r = self._pair(send, recv)
         self._counts(s, r.count * self.size, "a reduce_scatter into recv")
         req = self._run("coll_reduce_scatter",
-                        (s.address, r.address, r.count, s.dtype, op_code(op), self._handle, s.stream), (send, recv),
+                        (s.address, r.address, r.count, s.dtype, op_code(op), self._handle, s.stream), (s, r),
                         async_op)
         return req if async_op else recv
 
@@ -164,20 +193,20 @@ class Communicator:
             raise _errors.InvalidArgument(_errors.INVALID_ARGUMENT,
                                           f"send: {s.count} elements do not split into {n} equal blocks")
         req = self._run("coll_alltoall", (s.address, r.address, s.count // n, s.dtype, self._handle, s.stream),
-                        (send, recv), async_op)
+                        (s, r), async_op)
         return req if async_op else recv
 
     def send(self, buf, peer, async_op=False):
         """buf to rank `peer`; matched in order with its recv there."""
         b = view(buf, "buf", writable=False)
-        return self._run("coll_send", (b.address, b.count, b.dtype, int(peer), self._handle, b.stream), (buf,),
-                         async_op)
+        return self._run("coll_send", (b.address, b.count, b.dtype, _c_int(peer, "peer"), self._handle, b.stream),
+                         (b,), async_op)
 
     def recv(self, buf, peer, async_op=False):
         """buf = the next message from rank `peer` (its count and dtype must match)."""
         b = view(buf, "buf")
-        req = self._run("coll_recv", (b.address, b.count, b.dtype, int(peer), self._handle, b.stream), (buf,),
-                        async_op)
+        req = self._run("coll_recv", (b.address, b.count, b.dtype, _c_int(peer, "peer"), self._handle, b.stream),
+                        (b,), async_op)
         return req if async_op else buf
 
     def barrier(self, async_op=False):
@@ -192,8 +221,8 @@ class Communicator:
         """A new communicator of the ranks with the same color, ordered by
         key then rank; color None leaves this rank out (returns None)."""
         handle = ctypes.c_void_p()
-        _check(lib.coll_comm_split(self._handle, SPLIT_NOCOLOR if color is None else int(color), int(key),
-                                   ctypes.byref(handle)), self._handle)
+        color = SPLIT_NOCOLOR if color is None else _c_int(color, "color")
+        _check(lib.coll_comm_split(self._handle, color, _c_int(key, "key"), ctypes.byref(handle)), self._handle)
         return Communicator._adopt(handle) if handle.value else None
 
     def shrink(self, exclude=()):
@@ -216,14 +245,14 @@ class Communicator:
             if not isinstance(uid, (bytes, bytearray)) or len(uid) != ctypes.sizeof(UniqueId):
                 raise _errors.InvalidArgument(_errors.INVALID_ARGUMENT, "uid: the 128 bytes of coll.unique_id()")
             ref = ctypes.byref(UniqueId.from_buffer_copy(bytes(uid)))
-        _check(lib.coll_comm_grow(self._handle, int(nnew), ref, ctypes.byref(handle)), self._handle)
+        _check(lib.coll_comm_grow(self._handle, _c_int(nnew, "nnew"), ref, ctypes.byref(handle)), self._handle)
         return Communicator._adopt(handle)
 
     def agree(self, flag):
         """As ULFM's MPI_Comm_agree: every live rank calls it, also after a
         failure; returns (the bitwise AND of the flags of the ranks that
         took part, the list of ranks gone), the same on every rank."""
-        flag_in = ctypes.c_int(int(flag))
+        flag_in = ctypes.c_int(_c_int(flag, "flag"))
         gone = (ctypes.c_int * self.size)()
         ngone = ctypes.c_int()
         _check(lib.coll_comm_agree(self._handle, ctypes.byref(flag_in), gone, ctypes.byref(ngone)), self._handle)
@@ -252,8 +281,9 @@ class Communicator:
 
     def destroy(self):
         if self._handle is not None and self._handle.value:
-            handle, self._handle = self._handle, None
-            _check(lib.coll_comm_destroy(handle))
+            # Refused while another thread is inside a call: the handle stays, to abort and destroy again.
+            _check(lib.coll_comm_destroy(self._handle), self._handle)
+            self._handle = None
 
     close = destroy
 

@@ -35,8 +35,65 @@ def test_bad_arguments_name_the_argument(ranks):
             comm.broadcast(x, root=5)
         assert e.value.code == 1 and "root" in str(e.value)
         assert comm.allreduce(x, op="max") is x  # ops by name too
+        # A NumPy scalar is immutable: the result would go into a copy of it.
+        with pytest.raises(coll.InvalidArgument, match="send: a NumPy scalar .* cannot hold the result"):
+            comm.allreduce(np.float64(2.0))
+        # Data in another byte order would be reduced as this machine's.
+        with pytest.raises(coll.InvalidArgument, match="recv: dtype .* is not in this machine's byte order"):
+            comm.allreduce(np.ones(4, np.float32), np.zeros(4, np.dtype(np.float32).newbyteorder()))
+        # ctypes would wrap an int too large for C: root 2**32 was root 0.
+        with pytest.raises(coll.InvalidArgument, match="root: 4294967296 does not fit a C int"):
+            comm.broadcast(x, root=2**32)
 
     ranks(2, body)
+
+
+def test_a_read_only_send_copied_by_numpy_is_kept_while_it_runs(ranks):
+    def body(comm):
+        out = np.zeros(1, np.float64)
+        req = comm.allreduce(np.float64(comm.rank + 1), out, async_op=True)  # np.asarray copies the scalar
+        junk = [np.full(1, 7.0) for _ in range(1000)]  # what would take the copy's memory, were it freed
+        req.wait()
+        assert out[0] == 3.0 and len(junk) == 1000
+
+    ranks(2, body)
+
+
+def test_a_request_completes_once_and_keeps_its_outcome(ranks):
+    def body(comm):
+        x = np.ones(1 << 20, np.float32)
+        if comm.rank == 1:
+            time.sleep(0.5)  # rank 0's allreduce cannot end before this rank's starts
+        req = comm.allreduce(x, async_op=True)
+        # While one thread waits, another's test() says it runs: wait() has not returned.
+        waiting, tested = threading.Event(), []
+
+        def waiter():
+            waiting.set()
+            req.wait()
+
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        waiting.wait()
+        time.sleep(0.1)  # the waiter inside wait()
+        tested.append(req.test())
+        thread.join()
+        if comm.rank == 0:
+            assert tested == [False], "test() said done while the other thread still waited"
+        assert req.test() and req.wait() is None  # completed: the same outcome again
+        np.testing.assert_array_equal(x, np.full(1 << 20, 2, np.float32))
+        # A failure is raised again by every later wait() and test().
+        if comm.rank == 1:
+            comm.abort()
+            return
+        failing = comm.allreduce(np.zeros(4, np.float32), async_op=True)
+        for _ in range(2):
+            with pytest.raises(coll.RemoteError):
+                failing.wait()
+        with pytest.raises(coll.RemoteError):
+            failing.test()
+
+    ranks(2, body, env={"COLL_TIMEOUT_MS": "20000"})
 
 
 def test_ranks_that_disagree_get_invalid_usage(ranks):

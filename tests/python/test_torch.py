@@ -127,6 +127,30 @@ def test_futures_complete_in_order_while_the_caller_works():
     run(3, body)
 
 
+def test_wait_with_a_timeout_and_results_in_place_for_later_operations():
+    """Work.wait(timeout) raises once it has passed, as torch's does; the
+    operation goes on. A list's results are copied back before any later
+    operation of the group completes."""
+    def body(r, n):
+        if r == 1:
+            time.sleep(2)
+        x = torch.ones(4)
+        work = dist.all_reduce(x, async_op=True)
+        if r == 0:
+            with pytest.raises(Exception, match="timed out after 300 ms"):
+                work.wait(timeout=datetime.timedelta(milliseconds=300))
+        assert work.wait()
+        assert torch.equal(x, torch.full((4,), float(n)))
+        for _ in range(20):
+            outs = [torch.zeros(1 << 12) for _ in range(n)]
+            gather = dist.all_gather(outs, torch.full((1 << 12,), float(r)), async_op=True)
+            dist.barrier()
+            assert all(torch.equal(o, torch.full((1 << 12,), float(p))) for p, o in enumerate(outs))
+            gather.wait()
+
+    run(2, body)
+
+
 def test_new_group():
     def body(r, n):
         evens = dist.new_group([0, 2])
@@ -166,6 +190,13 @@ def test_bad_input_is_refused_with_the_reason():
             dist.all_gather_into_tensor(torch.zeros(2 * n, dtype=torch.float64), torch.zeros(2))
         with pytest.raises(Exception, match="split sizes"):
             dist.all_to_all_single(torch.zeros(3), torch.zeros(3), [1, 2], [2, 1])
+        # Coalesced, a list of two dtypes would be reduced as one (70000 as float16: inf).
+        big, half = torch.tensor([70000]), torch.zeros(1, dtype=torch.float16)
+        with pytest.raises(Exception, match="takes one dtype: Long and Half"):
+            with dist._coalescing_manager():
+                dist.all_reduce(big)
+                dist.all_reduce(half)
+        assert big.item() == 70000
         dist.barrier()  # still usable
 
     run(2, body)

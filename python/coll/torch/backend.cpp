@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,8 +78,11 @@ class CollBackend : public c10d::Backend {
     // Splits are disjoint, so the smallest rank in one names it.
     const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : COLL_SPLIT_NOCOLOR;
     coll_comm_t child = nullptr;
-    if (coll_comm_split(comm_, color, key, &child) != COLL_SUCCESS)
-      C10_THROW_ERROR(DistBackendError, std::string("coll: split: ") + coll_get_last_error(comm_));
+    {
+      std::lock_guard<std::mutex> issuing(issue_mutex_);  // a collective on comm_, as the others
+      if (coll_comm_split(comm_, color, key, &child) != COLL_SUCCESS)
+        C10_THROW_ERROR(DistBackendError, std::string("coll: split: ") + coll_get_last_error(comm_));
+    }
     if (!member) return nullptr;
     // The child keeps the parent's configuration, its timeout too (coll_comm_split copies it).
     return c10::make_intrusive<CollBackend>(child, key, static_cast<int>(ranks.size()), timeout_);
@@ -100,7 +104,10 @@ class CollBackend : public c10d::Backend {
       std::copy(got.begin(), got.end(), id.internal);
     }
     coll_config_t config = COLL_CONFIG_INIT;
-    config.timeout_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+    TORCH_CHECK(ms >= 0 && ms <= std::numeric_limits<int>::max(), "coll: the group's timeout is ", ms,
+                " ms; coll's is at most ", std::numeric_limits<int>::max(), " ms (24.8 days)");
+    config.timeout_ms = static_cast<int>(ms);
     coll_comm_t comm = nullptr;
     if (coll_comm_init_rank_config(&comm, size, id, rank, &config) != COLL_SUCCESS)
       TORCH_CHECK(false, "coll: rank ", rank, " of ", size, ": ", coll_get_last_error(nullptr));
@@ -118,8 +125,14 @@ class CollBackend : public c10d::Backend {
                                     nullptr, r);
       });
     }
-    // A list is one operation: flattened, reduced, copied back.
-    for (const at::Tensor& t : tensors) check_tensor(t, "an allreduce tensor");
+    // A list is one operation: flattened, reduced, copied back. Of one dtype:
+    // at::cat would promote a mixed list, and the cast back lose what it held.
+    for (const at::Tensor& t : tensors) {
+      check_tensor(t, "an allreduce tensor");
+      TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
+                  "coll: an allreduce of a tensor list takes one dtype: ", tensors[0].scalar_type(), " and ",
+                  t.scalar_type(), " were given (reduce each dtype's on its own)");
+    }
     at::Tensor flat = at::cat(flatten_all(tensors));
     auto work = issue(
         c10d::OpType::ALLREDUCE, tensors,
@@ -359,10 +372,10 @@ class CollBackend : public c10d::Backend {
   // later operation of this group (PowerSGD's hook does): so never on the
   // waiter thread, which must go on, nor on one shared thread, but each on
   // a thread of its own.
-  void complete(c10::intrusive_ptr<CollWork> work, coll_result_t result, std::string message) {
+  void complete(c10::intrusive_ptr<CollWork> work) {
     completing_->fetch_add(1);
-    std::thread([work = std::move(work), result, message = std::move(message), completing = completing_] {
-      work->finish(result, message);
+    std::thread([work = std::move(work), completing = completing_] {
+      work->complete();
       completing->fetch_sub(1);
     }).detach();
   }
@@ -379,11 +392,16 @@ class CollBackend : public c10d::Backend {
         queue_.pop_front();
       }
       coll_result_t result = COLL_SUCCESS;
+      std::string message;  // the first failure's
       for (coll_request_t r : work->requests) {
         coll_result_t e = coll_wait(r);
-        if (result == COLL_SUCCESS) result = e;
+        if (result == COLL_SUCCESS && e != COLL_SUCCESS) {
+          result = e;
+          message = coll_get_last_error(comm_);
+        }
       }
-      complete(std::move(work), result, result == COLL_SUCCESS ? "" : coll_get_last_error(comm_));
+      work->conclude(result, message);
+      complete(std::move(work));
     }
   }
 

@@ -9,8 +9,11 @@
 
 #include <coll/coll.h>
 
+#include <chrono>
+#include <exception>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace coll_torch {
@@ -84,8 +87,20 @@ class CollWork : public c10d::Work {
   std::exception_ptr exception() const override { return future_->hasError() ? future_->exception_ptr() : nullptr; }
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-  bool wait(std::chrono::milliseconds /*timeout: coll's own bounds every wait*/) override {
-    future_->wait();
+  // Without a timeout, as long as the operation takes (coll's own timeout
+  // bounds it); with one, an error once it has passed, as torch's Work.
+  bool wait(std::chrono::milliseconds timeout) override {
+    if (timeout == std::chrono::milliseconds::zero()) {  // torch's kNoTimeout
+      future_->wait();
+    } else {
+      const auto until = std::chrono::steady_clock::now() + timeout;
+      while (!future_->completed()) {
+        if (std::chrono::steady_clock::now() >= until)
+          C10_THROW_ERROR(DistBackendError, "coll: Work.wait timed out after " + std::to_string(timeout.count()) +
+                                                " ms; the operation goes on (coll's timeout ends it)");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
     if (future_->hasError()) std::rethrow_exception(future_->exception_ptr());
     return true;
   }
@@ -94,26 +109,30 @@ class CollWork : public c10d::Work {
   std::vector<coll_request_t> requests;
   std::function<void()> then;  // once the requests are done, before the future completes
 
-  // Runs `then` and completes the future, or fails it with coll's message.
-  // The future's callbacks run here, on the calling thread.
-  void finish(coll_result_t result, const std::string& message) {
-    std::exception_ptr error;
+  // On the waiter thread, in issue order: the outcome, and the copy back
+  // (`then`), so that the results of one operation are in place before any
+  // later one's future completes.
+  void conclude(coll_result_t result, const std::string& message) {
     if (result != COLL_SUCCESS) {
       try {
         C10_THROW_ERROR(DistBackendError, "coll: " + message);
       } catch (...) {
-        error = std::current_exception();
+        error_ = std::current_exception();
       }
     } else {
       try {
         if (then) then();
       } catch (...) {
-        error = std::current_exception();
+        error_ = std::current_exception();
       }
     }
     inputs_.clear();
-    if (error)
-      future_->setError(error);
+  }
+
+  // Then completes the future or fails it; its callbacks run here, on the calling thread.
+  void complete() {
+    if (error_)
+      future_->setError(error_);
     else
       future_->markCompleted(c10::IValue(outputs_));
   }
@@ -122,6 +141,7 @@ class CollWork : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   std::vector<at::Tensor> inputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::exception_ptr error_;
 };
 
 }  // namespace coll_torch
