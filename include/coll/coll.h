@@ -160,8 +160,10 @@ COLL_API coll_result_t coll_comm_init_from_env(coll_comm_t* comm);
  * ncclCommDestroy and MPI_Comm_free do (each ends at the latest at its
  * timeout); call coll_comm_abort first to end them at once. Every rank
  * should call it. A null comm is COLL_INVALID_ARGUMENT; a call while
- * another thread is inside a call on comm is COLL_INVALID_USAGE (abort,
- * then destroy once that call has returned).
+ * another thread is inside an operation on comm is COLL_INVALID_USAGE
+ * (abort, then destroy once that operation has returned). The calls any
+ * thread may make (abort, revoke, coll_comm_get_async_error, rank, size)
+ * finish first, and are COLL_INVALID_USAGE once a destroy has begun.
  * Any later call with the handle is COLL_INVALID_USAGE (the most recent
  * 4096 destroyed handles are remembered; the message is in
  * coll_get_last_error(NULL)). */
