@@ -29,9 +29,10 @@ struct coll_comm {
   std::shared_mutex lifetime;  // coll_comm_destroy alone; the calls of any thread (Reading) shared
 };
 
-// Released by coll_wait or coll_test, a request stays as a tombstone
-// (completion gone, state kReleased) among the last kTombstones released, so
-// that a second wait on it is refused instead of freeing it twice.
+// Released by coll_wait or coll_test, a request stays as a tombstone (state
+// kReleased, its completion kept for a thread still asking it) among the
+// last kTombstones released, so that a second wait on it is refused instead
+// of freeing it twice.
 struct coll_request {
   enum : uint32_t { kLive = 0x2e9, kReleased = 0xdead };
   coll_comm_t comm;
