@@ -24,9 +24,15 @@ def _c_int(value, what):
     return number
 
 
+def _raise_for(result, message):
+    """Raises result's error with message (coll's own wording of the code where there is none)."""
+    if result != _errors.SUCCESS:
+        _errors.raise_for(result, message or lib.coll_get_error_string(result).decode())
+
+
 def _check(result, handle=None):
     if result != _errors.SUCCESS:
-        _errors.raise_for(result, _message(handle) or lib.coll_get_error_string(result).decode())
+        _raise_for(result, _message(handle))
 
 
 def unique_id():
@@ -54,17 +60,13 @@ class Request:
         self._outcome = (result, _message(self._comm._handle) if result != _errors.SUCCESS else "")
         self._keep = ()  # the buffers are no longer in use
 
-    def _raise(self):
-        result, message = self._outcome
-        if result != _errors.SUCCESS:
-            _errors.raise_for(result, message or lib.coll_get_error_string(result).decode())
 
     def wait(self):
         """Blocks until the operation completes; raises its failure."""
         with self._lock:
             if self._outcome is None:
                 self._complete(lib.coll_wait(self._handle))
-        self._raise()
+        _raise_for(*self._outcome)
 
     def test(self):
         """True once the operation completed (raising its failure), False while it runs."""
@@ -79,7 +81,7 @@ class Request:
                     self._complete(result)
             finally:
                 self._lock.release()
-        self._raise()
+        _raise_for(*self._outcome)
         return True
 
     def __del__(self):

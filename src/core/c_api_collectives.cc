@@ -363,40 +363,29 @@ coll_result_t coll_group_end(void) {
   if (--t_group.depth > 0) return COLL_SUCCESS;
   auto ops = std::move(t_group.ops);
   t_group.ops.clear();
+  // One batch per communicator, in the order each first appeared.
+  std::vector<coll_comm_t> comms;
+  for (const auto& [comm, op] : ops)
+    if (std::find(comms.begin(), comms.end(), comm) == comms.end()) comms.push_back(comm);
   if (const coll_result_t refused = std::exchange(t_group.refused, COLL_SUCCESS); refused != COLL_SUCCESS) {
     const std::string message = "group_end: nothing in the group ran, because a call in it was refused (" +
                                 std::exchange(t_group.why, {}) +
                                 "); the other ranks' groups wait for this rank's until coll_comm_abort or their "
                                 "timeout";
-    for (const auto& [comm, op] : ops)
+    for (coll_comm_t comm : comms)
       if (comm->state.load(std::memory_order_acquire) == coll_comm::kLive) coll::capi::record(comm, message);
     coll::capi::record(nullptr, message);
     return refused;
   }
-  // One batch per communicator, in the order each first appeared.
-  std::vector<coll_comm_t> comms;
-  for (const auto& [comm, op] : ops)
-    if (std::find(comms.begin(), comms.end(), comm) == comms.end()) comms.push_back(comm);
   const auto batch_of = [&ops](coll_comm_t comm) {
     std::vector<OpRequest> batch;
     for (const auto& [c, op] : ops)
       if (c == comm) batch.push_back(op);
     return batch;
   };
+  // Each communicator is taken and checked (destroyed inside the group?)
+  // before any batch starts.
   coll_result_t first = COLL_SUCCESS;
-  if (comms.size() == 1) {  // run here, as a blocking call does
-    coll_comm_t comm = comms[0];
-    first = coll::capi::check_handle(comm, "group_end");  // destroyed inside the group?
-    if (first == COLL_SUCCESS)
-      first = guarded(comm, [&] {
-        coll::capi::BusyGuard busy(comm);
-        coll::capi::usable(comm).run(batch_of(comm), true);
-      });
-    return first;
-  }
-  // Several communicators: every batch starts on its communicator's worker
-  // before any is waited for, so that ranks may group them in any order.
-  // Each communicator is taken and checked before any batch starts.
   std::vector<std::unique_ptr<coll::capi::BusyGuard>> held;
   for (coll_comm_t comm : comms) {
     first = coll::capi::check_handle(comm, "group_end");
@@ -407,6 +396,10 @@ coll_result_t coll_group_end(void) {
       });
     if (first != COLL_SUCCESS) return first;
   }
+  if (comms.size() == 1)  // run here, as a blocking call does
+    return guarded(comms[0], [&] { comms[0]->impl->run(batch_of(comms[0]), true); });
+  // Several communicators: every batch starts on its communicator's worker
+  // before any is waited for, so that ranks may group them in any order.
   std::vector<std::pair<coll_comm_t, std::shared_ptr<coll::Completion>>> started;
   for (coll_comm_t comm : comms) {
     const coll_result_t r =
