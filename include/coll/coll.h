@@ -285,10 +285,10 @@ COLL_API coll_result_t coll_barrier(coll_comm_t comm);
  * meet the peers' instances of it). Errors of their execution are
  * coll_group_end's. A message to this rank itself without its
  * counterpart in the group, or with another count or datatype, is
- * COLL_INVALID_USAGE from coll_group_end before anything moves (the
- * communicator stays usable). A non-blocking call inside a group is
- * COLL_INVALID_USAGE (and is not recorded); coll_group_end without
- * coll_group_start is COLL_INVALID_USAGE. */
+ * COLL_INVALID_USAGE from coll_group_end before anything moves, on any of
+ * the group's communicators (each stays usable). A non-blocking call
+ * inside a group is COLL_INVALID_USAGE (and is not recorded);
+ * coll_group_end without coll_group_start is COLL_INVALID_USAGE. */
 COLL_API coll_result_t coll_group_start(void);
 COLL_API coll_result_t coll_group_end(void);
 

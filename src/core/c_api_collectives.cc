@@ -268,6 +268,17 @@ coll_result_t finish_request(coll_request_t request, bool block) {
   return result;
 }
 
+// Nothing in a group runs where one of its calls, or its part on one of
+// its communicators, was refused: every communicator's last error says so.
+coll_result_t refuse_group(const std::vector<coll_comm_t>& comms, coll_result_t code, const std::string& why) {
+  const std::string message = "group_end: nothing in the group ran, because " + why +
+                              "; the other ranks' groups wait for this rank's until coll_comm_abort or their timeout";
+  for (coll_comm_t comm : comms)
+    if (comm->state.load(std::memory_order_acquire) == coll_comm::kLive) coll::capi::record(comm, message);
+  coll::capi::record(nullptr, message);
+  return code;
+}
+
 }  // namespace
 
 extern "C" {
@@ -367,16 +378,8 @@ coll_result_t coll_group_end(void) {
   std::vector<coll_comm_t> comms;
   for (const auto& [comm, op] : ops)
     if (std::find(comms.begin(), comms.end(), comm) == comms.end()) comms.push_back(comm);
-  if (const coll_result_t refused = std::exchange(t_group.refused, COLL_SUCCESS); refused != COLL_SUCCESS) {
-    const std::string message = "group_end: nothing in the group ran, because a call in it was refused (" +
-                                std::exchange(t_group.why, {}) +
-                                "); the other ranks' groups wait for this rank's until coll_comm_abort or their "
-                                "timeout";
-    for (coll_comm_t comm : comms)
-      if (comm->state.load(std::memory_order_acquire) == coll_comm::kLive) coll::capi::record(comm, message);
-    coll::capi::record(nullptr, message);
-    return refused;
-  }
+  if (const coll_result_t refused = std::exchange(t_group.refused, COLL_SUCCESS); refused != COLL_SUCCESS)
+    return refuse_group(comms, refused, "a call in it was refused (" + std::exchange(t_group.why, {}) + ")");
   const auto batch_of = [&ops](coll_comm_t comm) {
     std::vector<OpRequest> batch;
     for (const auto& [c, op] : ops)
@@ -398,12 +401,20 @@ coll_result_t coll_group_end(void) {
   }
   if (comms.size() == 1)  // run here, as a blocking call does
     return guarded(comms[0], [&] { comms[0]->impl->run(batch_of(comms[0]), true); });
-  // Several communicators: every batch starts on its communicator's worker
-  // before any is waited for, so that ranks may group them in any order.
+  // Several communicators: every batch is compiled before any starts (a
+  // refused one runs none, as a refused call does), and every batch starts
+  // on its communicator's worker before any is waited for, so that ranks may
+  // group them in any order.
+  std::vector<coll::Communicator::Batch> batches;
+  for (coll_comm_t comm : comms)
+    if (const coll_result_t r = guarded(comm, [&] { batches.push_back(comm->impl->prepare(batch_of(comm), true)); });
+        r != COLL_SUCCESS)
+      return refuse_group(comms, r,
+                          "its part on one communicator was refused (" + std::string(coll_get_last_error(comm)) + ")");
   std::vector<std::pair<coll_comm_t, std::shared_ptr<coll::Completion>>> started;
-  for (coll_comm_t comm : comms) {
+  for (size_t i = 0; i < comms.size(); ++i) {
     const coll_result_t r =
-        guarded(comm, [&] { started.emplace_back(comm, comm->impl->run_async(batch_of(comm), true, true)); });
+        guarded(comms[i], [&] { started.emplace_back(comms[i], comms[i]->impl->start(batches[i])); });
     if (first == COLL_SUCCESS) first = r;
   }
   for (const auto& [comm, done] : started) {

@@ -427,15 +427,24 @@ void Communicator::run(std::span<const OpRequest> ops, bool grouped) {
 }
 
 std::shared_ptr<Completion> Communicator::run_async(std::span<const OpRequest> ops, bool grouped, bool blocking) {
-  auto done = std::make_shared<Completion>();
   if (!grouped && ops.size() == 1 && algo::is_point_to_point(ops[0].collective)) {
+    auto done = std::make_shared<Completion>();
     if (!worker_) worker_ = std::make_unique<Worker>();
     if (uint64_t run = exchanges_->add(Exchange{ops[0], done, blocking}))
       worker_->enqueue([this, run] { drain_exchanges(run); });
     return done;
   }
+  return start(prepare(ops, grouped));
+}
+
+Communicator::Batch Communicator::prepare(std::span<const OpRequest> ops, bool grouped) {
   auto jobs = std::make_shared<std::vector<Job>>();
   compile(ops, *jobs, grouped);  // argument errors surface here, at once
+  return jobs;
+}
+
+std::shared_ptr<Completion> Communicator::start(Batch jobs) {
+  auto done = std::make_shared<Completion>();
   if (!worker_) worker_ = std::make_unique<Worker>();
   exchanges_->close();
   worker_->enqueue([this, jobs, done] {

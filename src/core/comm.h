@@ -96,6 +96,12 @@ class Communicator final : private FastPathHost {
   // the caller waits on it.
   void run(std::span<const OpRequest> ops, bool grouped = false);
   std::shared_ptr<Completion> run_async(std::span<const OpRequest> ops, bool grouped = false, bool blocking = false);
+  // run_async in two halves, for a group over several communicators: every
+  // batch is compiled (its errors raised) before any starts, so that one
+  // refused runs none.
+  using Batch = std::shared_ptr<std::vector<Job>>;
+  Batch prepare(std::span<const OpRequest> ops, bool grouped);
+  std::shared_ptr<Completion> start(Batch jobs);
 
   // staged.cc: whether `op` goes through host staging (device buffers, or
   // COLL_STAGE_HOST_BUFFERS=1), and running it so: on the worker, after the

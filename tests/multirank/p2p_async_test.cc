@@ -165,6 +165,38 @@ TEST(Group, SpansCommunicatorsInAnyOrder) {
       RankOptions{.env = {{"COLL_TIMEOUT_MS", "20000"}}});
 }
 
+// A group over two communicators whose part on the second is refused when
+// group_end compiles it (a send to the own rank without its receive): the
+// first's allreduce must not run either. Had it run, rank 1's lone
+// allreduce would have met it (11), and rank 0's next one nothing.
+TEST(Group, APartRefusedAtTheEndRunsNoOtherPart) {
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t world = init_or_die(rank, n, id), twin = nullptr;
+        ASSERT_NE(world, nullptr);
+        ASSERT_EQ(coll_comm_split(world, 0, rank, &twin), COLL_SUCCESS) << coll_get_last_error(world);
+        int32_t x = rank == 0 ? 1 : 10, alone = 5;
+        if (rank == 0) {
+          ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
+          EXPECT_EQ(coll_allreduce(&x, &x, 1, COLL_INT32, COLL_SUM, world, nullptr), COLL_SUCCESS);
+          EXPECT_EQ(coll_send(&alone, 1, COLL_INT32, 0, twin, nullptr), COLL_SUCCESS);
+          EXPECT_EQ(coll_group_end(), COLL_INVALID_USAGE);
+          const std::string why = coll_get_last_error(world);
+          EXPECT_NE(why.find("nothing in the group ran"), std::string::npos) << why;
+          EXPECT_NE(why.find("has no receive"), std::string::npos) << "the refusal named: " << why;
+          EXPECT_EQ(x, 1) << "the group's allreduce ran";
+          x = 1000;
+        }
+        EXPECT_EQ(coll_allreduce(&x, &x, 1, COLL_INT32, COLL_SUM, world, nullptr), COLL_SUCCESS)
+            << coll_get_last_error(world);
+        EXPECT_EQ(x, 1010);
+        coll_comm_destroy(twin);
+        coll_comm_destroy(world);
+      },
+      RankOptions{.env = {{"COLL_TIMEOUT_MS", "10000"}}});
+}
+
 TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {
   run_ranks(5, [](int rank, int n, const coll_unique_id_t& id) {
     coll_comm_t comm = init_or_die(rank, n, id);
