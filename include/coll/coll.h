@@ -295,7 +295,11 @@ COLL_API coll_result_t coll_group_end(void);
 /* Collective over comm: ranks passing the same color form *newcomm, ranked
  * by key (ties by rank in comm). COLL_SPLIT_NOCOLOR gives *newcomm = NULL.
  * The new communicator is independent (its own connections): collectives on
- * it and on comm may be in flight at the same time. Destroy it separately. */
+ * it and on comm may be in flight at the same time. Destroy it separately:
+ * it outlives comm (destroying comm first leaves it usable, its own splits
+ * included), as long as the process that holds the job's bootstrap store
+ * (the one that made the unique id) runs, as every communicator of the job
+ * needs. */
 #define COLL_SPLIT_NOCOLOR (-1)
 COLL_API coll_result_t coll_comm_split(coll_comm_t comm, int color, int key, coll_comm_t* newcomm);
 

@@ -209,9 +209,15 @@ bool StoreServer::open_epoll() {
 // The job's size is known only from the first goodbye (it carries it), so
 // before any goodbye the store is never done. After one, the job is ending:
 // done when every rank said goodbye or died, or when no rank is connected
-// any more (one that never came, as in a join that failed, cannot).
+// any more (one that never came, as in a join that failed, cannot). Not
+// while another client is connected and has not said goodbye: a split
+// communicator may outlive its parent, and its lazy connections and its
+// own splits meet here. It says goodbye when destroyed; its connection
+// closes when its process dies.
 bool StoreServer::every_rank_done() const {
   if (expected_byes_ <= 0) return false;
+  for (const auto& [fd, c] : conns_)
+    if (c->authenticated && c->identity == kStoreClientIdentity && !c->said_bye) return false;
   if (byes_ + gone_ >= expected_byes_) return true;
   for (const auto& [fd, c] : conns_)
     if (c->authenticated && !c->said_bye) return false;
@@ -403,6 +409,13 @@ void StoreServer::on_add(Conn& c, const std::string& key, const std::string& val
 
 // A goodbye carries the job's size: the store learns how many to expect.
 void StoreServer::on_bye(Conn& c, const std::string& value) {
+  // A split communicator's goodbye: its connection no longer keeps the
+  // store (a copy of its socket may live on in a process forked meanwhile).
+  if (c.identity == kStoreClientIdentity) {
+    c.said_bye = true;
+    c.out += reply(0, "");
+    return;
+  }
   int32_t nranks = 0;
   if (value.size() == sizeof(nranks)) std::memcpy(&nranks, value.data(), sizeof(nranks));
   expected_byes_ = nranks;

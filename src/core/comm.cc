@@ -183,8 +183,9 @@ void Communicator::place_this_rank() {
 Communicator::~Communicator() {
   exchanges_->close();  // a send or receive left unanswered cannot be answered now
   worker_.reset();      // finishes what was issued
-  // Only the job's first communicator says goodbye: the store serves the job.
-  if (store_ && prefix_.empty()) store_->bye(nranks_);
+  // The job's first communicators' goodbyes end the store; a split's only
+  // lets it end (store_server.cc).
+  if (store_) store_->bye(nranks_);
   // Meetings end with us: a listener left behind would look alive to the
   // others' probes. Not where a shrink we hosted left out live ranks (late,
   // or excluded by another after they came): one of them must still read

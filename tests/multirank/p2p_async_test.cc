@@ -266,6 +266,38 @@ TEST(Split, ChildrenRunAlongsideTheirParent) {
       RankOptions{.limit_s = 120, .env = {{"COLL_TIMEOUT_MS", "60000"}}});
 }
 
+// A child outlives its parent (as after ncclCommDestroy or MPI_Comm_free
+// of the parent): over tcp, where only ring neighbours connect at init,
+// halving-doubling meets ranks 0 and 2 for the first time after every rank
+// destroyed the parent, and the child splits again, both through the job's
+// store.
+TEST(Split, ChildrenOutliveTheirParent) {
+  run_ranks(
+      4,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t world = init_or_die(rank, n, id), child = nullptr, pair = nullptr;
+        ASSERT_NE(world, nullptr);
+        ASSERT_EQ(coll_comm_split(world, 0, rank, &child), COLL_SUCCESS) << coll_get_last_error(world);
+        ASSERT_EQ(coll_barrier(world), COLL_SUCCESS) << coll_get_last_error(world);
+        ASSERT_EQ(coll_comm_destroy(world), COLL_SUCCESS);
+        ASSERT_EQ(coll_barrier(child), COLL_SUCCESS) << coll_get_last_error(child);  // every parent destroyed
+        std::vector<int32_t> v(1009, rank + 1);
+        ASSERT_EQ(coll_allreduce(v.data(), v.data(), v.size(), COLL_INT32, COLL_SUM, child, nullptr), COLL_SUCCESS)
+            << coll_get_last_error(child);
+        EXPECT_EQ(v[0], 10);
+        EXPECT_EQ(v[1008], 10);
+        ASSERT_EQ(coll_comm_split(child, rank % 2, rank, &pair), COLL_SUCCESS) << coll_get_last_error(child);
+        int32_t mine = rank;
+        ASSERT_EQ(coll_allreduce(&mine, &mine, 1, COLL_INT32, COLL_SUM, pair, nullptr), COLL_SUCCESS)
+            << coll_get_last_error(pair);
+        EXPECT_EQ(mine, rank % 2 == 0 ? 0 + 2 : 1 + 3);
+        coll_comm_destroy(pair);
+        coll_comm_destroy(child);
+      },
+      RankOptions{
+          .env = {{"COLL_TIMEOUT_MS", "10000"}, {"COLL_TRANSPORTS", "tcp"}, {"COLL_ALGO", "halving_doubling"}}});
+}
+
 // Several operations in flight; coll_test completes them out of order; a
 // blocking call after them waits its turn.
 TEST(Async, SeveralInFlightCompletedOutOfOrder) {
