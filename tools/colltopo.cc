@@ -101,8 +101,9 @@ std::string ints(const std::vector<int>& v, const char* sep) {
 
 void print_text(const Topology& t, const std::vector<int>& nic_of, const InNode& here) {
   std::printf("topology: %s\n", t.source.c_str());
-  std::printf("%zu package(s), %zu NUMA node(s), %d cores, %d PUs\n", t.packages.size(), t.numas.size(), t.cores,
-              t.pus);
+  std::printf("%zu package(s), %zu NUMA node(s), %d cores, %d PUs", t.packages.size(), t.numas.size(), t.cores, t.pus);
+  if (t.l2_bytes_per_core > 0) std::printf(", L2 %zu KiB a core (the least)", t.l2_bytes_per_core >> 10);
+  std::printf("\n");
   for (int n : t.numas) std::printf("  NUMA %d: cpus %s\n", node(t, n).os_index, node(t, n).cpuset.c_str());
   std::printf("%zu GPU(s) (CUDA order, PCI_BUS_ID):\n", t.gpus.size());
   for (size_t g = 0; g < t.gpus.size(); ++g) {

@@ -78,7 +78,12 @@ const std::vector<Setting>& settings() {
       {"COLL_SHM_STREAM_BYTES", "int", "1M", "bytes",
        "the registered direct-access allreduce writes with non-temporal stores (past the caches) from this size"},
       {"COLL_SHM_STAGED_STREAM_BYTES", "int", "4M", "bytes",
-       "the staged direct-access allreduce writes with non-temporal stores (past the caches) from this size"},
+       "the staged direct-access allreduce writes with non-temporal stores (past the caches) from this size; in "
+       "place, as COLL_SHM_STAGED_STREAM_IN_PLACE says"},
+      {"COLL_SHM_STAGED_STREAM_IN_PLACE", "string", "auto", "",
+       "in place, the staged direct-access allreduce streams its results (from COLL_SHM_STAGED_STREAM_BYTES) "
+       "where auto: a core's L2 cannot keep what the call read a window before (docs/PERFORMANCE.md); 1: always; "
+       "0: never"},
       {"COLL_TCP_SILENCE_MS", "int", "20000", "ms",
        "tcp: a peer whose kernel acknowledges none of the data in flight to it for this long is gone (its "
        "node is down or cut off): COLL_REMOTE_ERROR without waiting for COLL_TIMEOUT_MS; 0: off"},

@@ -72,6 +72,9 @@ struct Topology {
   std::vector<Node> nodes;
   std::vector<NvLink> nvlinks;
   int cores = 0, pus = 0;
+  // The smallest share of an L2 cache a core has (a cache that k cores
+  // share counts 1/k); 0 where the source does not say.
+  size_t l2_bytes_per_core = 0;
 
   // Index lists, filled by finish(): GPUs in PCI bus id order (CUDA's
   // PCI_BUS_ID order), NICs in PCI order (those without a PCI address

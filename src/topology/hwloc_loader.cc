@@ -43,6 +43,7 @@ class Builder {
     out_.source = source;
     out_.cores = hwloc_get_nbobjs_by_type(t_, HWLOC_OBJ_CORE);
     out_.pus = hwloc_get_nbobjs_by_type(t_, HWLOC_OBJ_PU);
+    out_.l2_bytes_per_core = l2_bytes_per_core();
     Node machine;
     machine.kind = Kind::kMachine;
     hwloc_obj_t root = hwloc_get_root_obj(t_);
@@ -54,6 +55,16 @@ class Builder {
   }
 
  private:
+  size_t l2_bytes_per_core() const {
+    size_t least = 0;
+    for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(t_, HWLOC_OBJ_L2CACHE, c)) != nullptr;) {
+      const int cores = std::max(hwloc_get_nbobjs_inside_cpuset_by_type(t_, c->cpuset, HWLOC_OBJ_CORE), 1);
+      const size_t share = static_cast<size_t>(c->attr->cache.size) / static_cast<size_t>(cores);
+      if (share > 0 && (least == 0 || share < least)) least = share;
+    }
+    return least;
+  }
+
   // `at`: our node for the nearest container above obj's children.
   void walk(hwloc_obj_t obj, int at) {
     for (hwloc_obj_t m = obj->memory_first_child; m != nullptr; m = m->next_sibling)

@@ -33,7 +33,8 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
   RankOptions options{.limit_s = 400,
                       .env = {{"COLL_TIMEOUT_MS", "120000"},
                               {"COLL_SHM_STAGED_BYTES", "0"},
-                              {"COLL_SHM_STAGED_STREAM_BYTES", std::get<1>(GetParam())}}};
+                              {"COLL_SHM_STAGED_STREAM_BYTES", std::get<1>(GetParam())},
+                              {"COLL_SHM_STAGED_STREAM_IN_PLACE", "1"}}};
   run_ranks_with_comm(
       nranks,
       [&](coll_comm_t comm, int rank, int n) {
@@ -55,6 +56,21 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, StagedAccess, ranks_and_streaming(), ranks_stream_name);
+
+// A setting of the in-place rule that is none of auto, 0 and 1 fails init
+// on every rank, naming it.
+TEST(StagedAccess, ABadInPlaceSettingIsRefusedAtInit) {
+  run_ranks(
+      2,
+      [](int rank, int n, const coll_unique_id_t& id) {
+        coll_comm_t comm = nullptr;
+        EXPECT_EQ(coll_comm_init_rank(&comm, n, id, rank), COLL_INVALID_ARGUMENT);
+        const std::string why = coll_get_last_error(nullptr);
+        EXPECT_NE(why.find("COLL_SHM_STAGED_STREAM_IN_PLACE=yes must be auto, 0 or 1"), std::string::npos) << why;
+        EXPECT_EQ(comm, nullptr);
+      },
+      RankOptions{.env = {{"COLL_SHM_STAGED_STREAM_IN_PLACE", "yes"}, {"COLL_TIMEOUT_MS", "10000"}}});
+}
 
 // Below COLL_SHM_STAGED_BYTES (1M by default), and when COLL_ALGO names an
 // allreduce algorithm, the plan runs and no staging is made.

@@ -170,8 +170,9 @@ inline int mapped_by_form(const DirectForm& form) {
 
 // Their parameters: ranks, and the form's streaming threshold
 // (COLL_SHM_STREAM_BYTES or COLL_SHM_STAGED_STREAM_BYTES; "0": every output
-// that is not its rank's input is written with non-temporal stores; "1G":
-// none is).
+// that is not its rank's input is written with non-temporal stores, and in
+// the staged form in place too where COLL_SHM_STAGED_STREAM_IN_PLACE=1;
+// "1G": none is).
 using RanksStream = std::tuple<int, std::string>;
 inline auto ranks_and_streaming() {
   return ::testing::Combine(::testing::Values(2, 3, 4, 5, 8), ::testing::Values(std::string("0"), std::string("1G")));

@@ -4,6 +4,7 @@
 // tests/data/topology/README.md. Every file is part of the repository: a
 // missing one fails its test (load_file throws), it is never skipped.
 #include "base/error.h"
+#include "core/fastpath/fastpath.h"
 #include "topology/load.h"
 #include "topology/nodes.h"
 #include "topology/paths.h"
@@ -247,6 +248,34 @@ std::vector<std::string> paired_names(const Topology& t) {
   std::vector<std::string> out;
   for (int k : nic_for_each_gpu(t)) out.push_back(nic(t, static_cast<size_t>(k)).names.at(0));
   return out;
+}
+
+// The smallest share of an L2 a core has: Raptor Lake's efficiency cores
+// share 2 MiB four to a cluster (its performance cores have 1.25 MiB each);
+// captures without caches, and NCCL's files, say nothing.
+TEST(Captures, L2PerCoreIsTheSmallestShare) {
+  for (const auto& [file, bytes] :
+       std::vector<std::pair<std::string, size_t>>{{"hwloc/24em64t-2n6c2t-pci.xml", 262144},
+                                                   {"hwloc/Intel-RaptorLake-Corei7-1370P.xml", 524288},
+                                                   {"hwloc/nvidiaDGX2.xml", 1048576},
+                                                   {"hwloc/topo.jwb0004.xml", 524288},
+                                                   {"hwloc/power8gpudistances.xml", 0},
+                                                   {"nccl/ndv5-topo.xml", 0}})
+    EXPECT_EQ(capture(file).l2_bytes_per_core, bytes) << file;
+}
+
+// The staged direct-access allreduce streams in place where a core's L2
+// cannot keep, for each of its ranks, the (n-1)/n of a 2 MiB window that
+// step 1 read: on 2 ranks, 1 MiB.
+TEST(Captures, InPlaceStreamsWhereTheL2CannotHoldWhatStepOneRead) {
+  EXPECT_FALSE(streams_in_place(1280 << 10, 1, 2)) << "1.25 MiB of L2, 2 ranks: measured faster unstreamed";
+  EXPECT_TRUE(streams_in_place(512 << 10, 1, 2)) << "512 KiB of L2, 2 ranks: measured faster streamed";
+  EXPECT_TRUE(streams_in_place(512 << 10, 2, 4));
+  EXPECT_FALSE(streams_in_place(1 << 20, 1, 2)) << "exactly what step 1 read";
+  EXPECT_TRUE(streams_in_place((1 << 20) - 1, 1, 2));
+  EXPECT_TRUE(streams_in_place(1280 << 10, 2, 4)) << "two ranks a core: 1.5 MiB each";
+  EXPECT_FALSE(streams_in_place(2 << 20, 1, 8)) << "1.75 MiB";
+  EXPECT_TRUE(streams_in_place(0, 1, 2)) << "an L2 not known streams, as out of place";
 }
 
 TEST(Captures, Dgx2NvlinkIslandsAndPcieTree) {

@@ -62,5 +62,8 @@ std::unique_ptr<FastPath> make_board_allreduce(FastPathHost& host);
 // form is on. `prepare` compiles its own operations: call it on the thread
 // that creates the communicator.
 std::unique_ptr<FastPath> make_peer_access_allreduce(FastPathHost& host);
+// Whether its staged form, in place, writes its results back with
+// non-temporal stores, as out of place (peer_access_allreduce.cc).
+bool streams_in_place(size_t l2_bytes_per_core, int ranks_per_core, int nranks);
 
 }  // namespace coll

@@ -64,6 +64,7 @@
 #include "core/op_signature.h"
 #include "reduce/cpu/stream.h"
 #include "reduce/reduce.h"
+#include "topology/load.h"
 #include "transport/registry.h"
 
 #include <algorithm>
@@ -136,8 +137,10 @@ class PeerAccessAllreduce final : public FastPath {
   // From direct_bytes with every rank's buffers registered, from
   // staged_bytes through the stagings (SIZE_MAX: never); outputs streamed
   // from stream_bytes and staged_stream_bytes.
+  // `in_place_streams`: whether the staged form streams in place too
+  // (streams_in_place).
   PeerAccessAllreduce(FastPathHost& host, size_t direct_bytes, size_t staged_bytes, size_t stream_bytes,
-                      size_t staged_stream_bytes);
+                      size_t staged_stream_bytes, bool in_place_streams);
   ~PeerAccessAllreduce() override;
 
   const std::string& name() const override {
@@ -157,6 +160,7 @@ class PeerAccessAllreduce final : public FastPath {
   FastPathHost& host_;
   transport::PeerAccess& access_;
   size_t direct_bytes_, staged_bytes_, stream_bytes_, staged_stream_bytes_;
+  bool in_place_streams_;
   char* staging_ = nullptr;                    // allocated on first use (coll_mem_alloc's kind of memory)
   bool staging_failed_ = false;                // once: said so in the log
   std::vector<Job> offers_job_, barrier_job_;  // its own operations, compiled at init
@@ -168,13 +172,14 @@ class PeerAccessAllreduce final : public FastPath {
 // Their algorithms are fixed: COLL_ALGO is the caller's choice for the
 // caller's operations.
 PeerAccessAllreduce::PeerAccessAllreduce(FastPathHost& host, size_t direct_bytes, size_t staged_bytes,
-                                         size_t stream_bytes, size_t staged_stream_bytes)
+                                         size_t stream_bytes, size_t staged_stream_bytes, bool in_place_streams)
     : host_(host),
       access_(*host.links().peer_access()),
       direct_bytes_(direct_bytes),
       staged_bytes_(staged_bytes),
       stream_bytes_(stream_bytes),
-      staged_stream_bytes_(staged_stream_bytes) {
+      staged_stream_bytes_(staged_stream_bytes),
+      in_place_streams_(in_place_streams) {
   const OpRequest offers{
       algo::Collective::kAlltoall, nullptr, nullptr, sizeof(Offer), COLL_UINT8, COLL_SUM, 0, "direct"};
   const OpRequest barrier{algo::Collective::kBarrier, nullptr, nullptr, 0, COLL_UINT8, COLL_SUM, 0, "dissemination"};
@@ -267,6 +272,7 @@ void PeerAccessAllreduce::staged(const Job& job, const std::vector<char*>& stagi
   const std::vector<int>& others_ = host_.others();
   const size_t es = reduce::datatype_size(job.dtype), window = kWindowBytes / es;
   const bool streaming = job.count * es >= staged_stream_bytes_;
+  const bool streaming_back = streaming && (job.recv != job.send || in_place_streams_);  // step 3
   std::vector<const char*> in(static_cast<size_t>(nranks_));
   std::vector<Output> out;
   bool copied_in = false;  // this window's step 1, done in the last window's step 3
@@ -293,7 +299,7 @@ void PeerAccessAllreduce::staged(const Job& job, const std::vector<char*>& stagi
     reduce_slice(job, in, out, slice(rank_));
     host_.run_inside(barrier_job_, nullptr, nullptr, deadline, record);
     // 3. Every other slice, reduced by its owner, from our staging into our
-    // output; in place, with ordinary stores, as in the registered form.
+    // output (in place, streamed only where streams_in_place says so).
     // Piece by piece, each followed by the next window's step 1 for the
     // same lines when that window is as long (the same slices), while they
     // are still in L1 (docs/PERFORMANCE.md, "Measurements behind the code").
@@ -303,11 +309,11 @@ void PeerAccessAllreduce::staged(const Job& job, const std::vector<char*>& stagi
       const size_t end = (s.offset + s.count) * es;
       for (size_t at = s.offset * es; at < end; at += kPieceBytes) {
         const size_t bytes = std::min(kPieceBytes, end - at);
-        copy(recv + at, staging_ + at, bytes, streaming && recv != send);
+        copy(recv + at, staging_ + at, bytes, streaming_back);
         if (copied_in) std::memcpy(staging_ + at, send + window * es + at, bytes);
       }
     }
-    if (streaming && recv != send) reduce::stream_fence();
+    if (streaming_back) reduce::stream_fence();
   }
 }
 
@@ -330,6 +336,19 @@ bool PeerAccessAllreduce::staging_ready() {
 
 }  // namespace
 
+// In place, step 3 of the staged form rewrites the lines of the input that
+// step 1 read a window before: (n-1)/n of it. An ordinary store finds them
+// still in the core's L2 where it holds that much for every rank of the
+// core, and else first fetches each (a read for ownership), which
+// non-temporal stores skip (docs/PERFORMANCE.md, "In place"). An L2 that
+// the topology does not give streams, as out of place.
+// COLL_SHM_STAGED_STREAM_IN_PLACE=0 or 1 overrides it.
+bool streams_in_place(size_t l2_bytes_per_core, int ranks_per_core, int nranks) {
+  const size_t rewritten =
+      kWindowBytes / static_cast<size_t>(std::max(nranks, 1)) * static_cast<size_t>(std::max(nranks - 1, 0));
+  return l2_bytes_per_core < rewritten * static_cast<size_t>(std::max(ranks_per_core, 1));
+}
+
 std::unique_ptr<FastPath> make_peer_access_allreduce(FastPathHost& host) {
   auto bytes = [](const char* name) {
     const int64_t v = config::get_int(name);
@@ -339,8 +358,17 @@ std::unique_ptr<FastPath> make_peer_access_allreduce(FastPathHost& host) {
   const size_t direct = config::get_bool("COLL_SHM_MAPPED") ? bytes("COLL_SHM_DIRECT_BYTES") : SIZE_MAX;
   const size_t staged = config::get_bool("COLL_SHM_STAGED") ? bytes("COLL_SHM_STAGED_BYTES") : SIZE_MAX;
   const size_t stream = bytes("COLL_SHM_STREAM_BYTES"), staged_stream = bytes("COLL_SHM_STAGED_STREAM_BYTES");
+  const std::string in_place = config::get_string("COLL_SHM_STAGED_STREAM_IN_PLACE");
+  if (in_place != "auto" && in_place != "0" && in_place != "1")
+    fail(Code::kInvalidArgument, "COLL_SHM_STAGED_STREAM_IN_PLACE=", in_place, " must be auto, 0 or 1");
   if (std::min(direct, staged) == SIZE_MAX || host.links().peer_access() == nullptr) return nullptr;
-  return std::make_unique<PeerAccessAllreduce>(host, direct, staged, stream, staged_stream);
+  bool in_place_streams = in_place == "1";
+  if (in_place == "auto") {
+    const topo::Topology& node = topo::node_topology();
+    const int cores = std::max(node.cores, 1), ranks_per_core = (host.host_nranks() + cores - 1) / cores;
+    in_place_streams = streams_in_place(node.l2_bytes_per_core, ranks_per_core, host.host_nranks());
+  }
+  return std::make_unique<PeerAccessAllreduce>(host, direct, staged, stream, staged_stream, in_place_streams);
 }
 
 }  // namespace coll
