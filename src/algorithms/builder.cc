@@ -82,8 +82,8 @@ uint32_t ScheduleBuilder::recv(int peer, Region dst, size_t bytes) {
   return add(Step{OpKind::kRecv, peer, {}, dst, bytes, {}}, {{dst, true}});
 }
 
-uint32_t ScheduleBuilder::recv_reduce(int peer, Region src, Region dst, size_t bytes) {
-  return add(Step{OpKind::kRecvReduce, peer, src, dst, bytes, {}}, {{src, false}, {dst, true}});
+uint32_t ScheduleBuilder::recv_reduce(int peer, Region src, Region dst, size_t bytes, bool received_first) {
+  return add(Step{OpKind::kRecvReduce, peer, src, dst, bytes, {}, received_first}, {{src, false}, {dst, true}});
 }
 
 uint32_t ScheduleBuilder::copy(Region src, Region dst, size_t bytes) {

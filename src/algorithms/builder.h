@@ -26,7 +26,7 @@ class ScheduleBuilder {
 
   uint32_t send(int peer, Region src, size_t bytes);
   uint32_t recv(int peer, Region dst, size_t bytes);
-  uint32_t recv_reduce(int peer, Region src, Region dst, size_t bytes);
+  uint32_t recv_reduce(int peer, Region src, Region dst, size_t bytes, bool received_first = false);
   uint32_t copy(Region src, Region dst, size_t bytes);
   uint32_t reduce(Region src, Region dst, size_t bytes);  // dst = dst (op) src
   uint32_t divide(Region dst, size_t bytes);

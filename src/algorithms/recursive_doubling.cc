@@ -34,8 +34,10 @@ Schedule recursive_doubling_allreduce(const CollShape& shape) {
       for_each_chunk(all, chunk, [&](const Span& piece) {
         b.send(partner, Region{current, piece.offset * es}, piece.count * es);
       });
+      // Both ranks reduce the pair's data: the lower rank's first on both, for the same bits.
       for_each_chunk(all, chunk, [&](const Span& piece) {
-        b.recv_reduce(partner, Region{current, piece.offset * es}, Region{next, piece.offset * es}, piece.count * es);
+        b.recv_reduce(partner, Region{current, piece.offset * es}, Region{next, piece.offset * es}, piece.count * es,
+                      partner < shape.rank);
       });
       current = next;
     }

@@ -57,7 +57,8 @@ std::string to_string(const Schedule& schedule) {
         out << " from " << s.peer << " -> " << region(s.dst, s.bytes);
         break;
       case OpKind::kRecvReduce:
-        out << " from " << s.peer << " " << region(s.src, s.bytes) << " -> " << region(s.dst, s.bytes);
+        out << " from " << s.peer << (s.received_first ? " (its data first) " : " ") << region(s.src, s.bytes) << " -> "
+            << region(s.dst, s.bytes);
         break;
       case OpKind::kCopy:
       case OpKind::kReduce:

@@ -31,7 +31,8 @@ struct Region {
 enum class OpKind : uint8_t {
   kSend,        // send `bytes` at src to `peer`
   kRecv,        // receive `bytes` from `peer` into dst
-  kRecvReduce,  // receive `bytes` from `peer`; dst = src (op) received
+  kRecvReduce,  // receive `bytes` from `peer`; dst = src (op) received, or
+                //   received (op) src where received_first
   kCopy,        // dst = src
   kReduce,      // dst = dst (op) src, locally
   kDivide,      // dst /= nranks (the single division of AVG)
@@ -44,6 +45,11 @@ struct Step {
   Region dst;
   size_t bytes = 0;
   std::vector<uint32_t> deps;  // indices of earlier steps
+  // kRecvReduce: the peer's data is the first operand. Two ranks that each
+  // reduce the other's data put the lower rank's first, and so compute the
+  // same bits (a min or max of NaN or of +0 and -0, and which NaN a sum
+  // keeps, depend on the order).
+  bool received_first = false;
 };
 
 struct Schedule {

@@ -74,10 +74,13 @@ void Graph::build(const std::vector<const algo::Schedule*>& schedules) {
   }
 }
 
-// dst = src (op) piece, for the piece of a received chunk at `offset`.
+// dst = src (op) piece, or piece (op) src, for the piece of a received
+// chunk at `offset`.
 void Executor::combine_piece(const transport::Sink& sink, size_t offset, const void* data, size_t bytes) {
   const Combine& c = *static_cast<const Combine*>(sink.context);
-  c.backend->reduce(c.dtype, c.op, c.dst + offset, c.src + offset, data, bytes / c.elem_size, c.stream);
+  const void* own = c.src + offset;
+  c.backend->reduce(c.dtype, c.op, c.dst + offset, c.received_first ? data : own, c.received_first ? own : data,
+                    bytes / c.elem_size, c.stream);
 }
 
 void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, ChannelCounters& counters,
@@ -210,7 +213,8 @@ bool Executor::post_recv(int peer, uint32_t i) {
                           .op = job.op,
                           .elem_size = job.plan->schedule.elem_size,
                           .dst = address(i, s.dst),
-                          .src = address(i, s.src)};
+                          .src = address(i, s.src),
+                          .received_first = s.received_first};
     ++received;
     in_flight_.emplace_back(transport.post_recv_sink(peer, s.bytes, tag, {&combine_piece, &combine_[i]}), i);
     return true;
@@ -269,8 +273,9 @@ void Executor::complete(uint32_t i) {
   if (s.kind == OpKind::kRecvReduce && slot_of_[i] != SIZE_MAX) {
     const Job& job = job_of(i);
     const reduce::Backend& backend = reduce::backend_for(job.kind);
-    backend.reduce(job.dtype, job.op, address(i, s.dst), address(i, s.src), staging_[slot_of_[i]].data(), elems(i),
-                   job.stream);
+    const void *own = address(i, s.src), *received = staging_[slot_of_[i]].data();
+    backend.reduce(job.dtype, job.op, address(i, s.dst), s.received_first ? received : own,
+                   s.received_first ? own : received, elems(i), job.stream);
     if (backend.wait != nullptr) backend.wait(job.stream);  // before a send reads it
     free_slots_.push_back(slot_of_[i]);
   }

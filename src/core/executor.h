@@ -161,6 +161,7 @@ class Executor {
     size_t elem_size;
     std::byte* dst;
     const std::byte* src;
+    bool received_first;  // Step::received_first
   };
   static void combine_piece(const transport::Sink& sink, size_t offset, const void* data, size_t bytes);
   // By step. A deque: growing it keeps the addresses sinks already hold.
