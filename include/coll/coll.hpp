@@ -10,14 +10,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace coll {
+// An inline namespace: users write coll::Communicator, and the linker sees
+// coll::cxx::, apart from the library's own classes of those names (linked
+// statically, coll::Communicator::abort() was once the library's, called
+// on this class's object).
+inline namespace cxx {
 
 // A failed call: code() is the coll_result_t, what() the full message.
 class Exception : public std::runtime_error {
@@ -38,6 +45,74 @@ inline void check(coll_result_t result, coll_comm_t comm = nullptr) {
   if (detail != nullptr && *detail != '\0') message += std::string(": ") + detail;
   throw Exception(result, message);
 }
+
+// A group (coll_group_start/end) as a scope. end() runs the calls recorded
+// since it began and throws on failure; so does leaving the scope, without
+// the throw (a failure then shows at the communicator's next call). Left by
+// an exception, it ends without running anything: the thread's later calls
+// are not recorded into a group that never ends. The peers' groups wait for
+// this rank's, as after a refused call: abort the communicator
+// (coll_comm_abort), or a later call of the same shape may meet one of
+// them. A span call that
+// this layer refuses itself (spans whose sizes do not match) fails the
+// group, as a call that coll.h refuses does: end() then runs nothing and
+// throws. (Inside a bare coll_group_start/end such a call throws and the
+// group does not learn of it: group with coll::Group.) Nested groups are
+// one, run by the outermost end. A group belongs to the thread that began
+// it (as coll_group_start's does): end() once, on that thread.
+class Group {
+ public:
+  Group() : exceptions_(std::uncaught_exceptions()), thread_(std::this_thread::get_id()) {
+    check(coll_group_start());
+    ++open();
+  }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  ~Group() {
+    if (ended_) return;
+    if (std::uncaught_exceptions() > exceptions_ && refused().empty())
+      refused() = "an exception left its scope before end()";
+    finish();
+  }
+
+  void end() {
+    if (ended_) throw Exception(COLL_INVALID_USAGE, "group_end: end() of a coll::Group that has ended");
+    if (std::this_thread::get_id() != thread_)
+      throw Exception(COLL_INVALID_USAGE, "group_end: end() of a coll::Group on another thread than began it");
+    ended_ = true;
+    const coll_result_t result = finish();
+    if (!why_.empty()) throw Exception(COLL_INVALID_ARGUMENT, "group_end: nothing in the group ran, because " + why_);
+    check(result);
+  }
+
+  // A call that this layer refused: inside a Group, the group fails.
+  static void refuse(const std::string& why) {
+    if (open() > 0 && refused().empty()) refused() = "a call in it was refused (" + why + ")";
+  }
+
+ private:
+  static int& open() {
+    static thread_local int depth = 0;
+    return depth;
+  }
+  static std::string& refused() {
+    static thread_local std::string why;
+    return why;
+  }
+  // Ends this level. The outermost runs the group or, refused, first has
+  // coll.h refuse a call (a null communicator) so that it runs nothing.
+  coll_result_t finish() {
+    if (--open() > 0) return coll_group_end();
+    why_ = std::exchange(refused(), {});
+    if (!why_.empty()) coll_barrier(nullptr);
+    return coll_group_end();
+  }
+
+  int exceptions_;
+  std::thread::id thread_;
+  bool ended_ = false;
+  std::string why_;
+};
 
 // The coll_datatype_t of a C++ element type, at compile time.
 template <typename T>
@@ -75,6 +150,10 @@ inline coll_unique_id_t unique_id() {
 // part. Freed when it goes out of scope; count 0 is an empty buffer.
 template <typename T>
 class SharedBuffer {
+  // Zeroed bytes are its elements: nothing is constructed or destroyed.
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
+                "SharedBuffer holds elements that collectives copy as bytes");
+
  public:
   explicit SharedBuffer(size_t count) : count_(count) {
     if (count == 0) return;
@@ -98,10 +177,14 @@ class SharedBuffer {
   SharedBuffer& operator=(const SharedBuffer&) = delete;
   ~SharedBuffer() { reset(); }
 
-  T* data() const { return data_; }
+  // A const buffer gives const elements: an input, never an output.
+  T* data() { return data_; }
+  const T* data() const { return data_; }
   size_t size() const { return count_; }
-  std::span<T> span() const { return {data_, count_}; }
-  T& operator[](size_t i) const { return data_[i]; }
+  std::span<T> span() { return {data_, count_}; }
+  std::span<const T> span() const { return {data_, count_}; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
 
  private:
   void reset() {
@@ -161,8 +244,7 @@ class Communicator {
   // Out of place; send and recv must have the same size.
   template <typename T>
   void allreduce(std::span<const T> send, std::span<T> recv, coll_redop_t op = COLL_SUM) {
-    if (send.size() != recv.size())
-      throw Exception(COLL_INVALID_ARGUMENT, "allreduce: send and recv spans differ in size");
+    if (send.size() != recv.size()) refuse("allreduce: send and recv spans differ in size");
     allreduce(send.data(), recv.data(), send.size(), datatype_of<T>(), op);
   }
 
@@ -205,7 +287,7 @@ class Communicator {
   template <typename T>
   void allgather(std::span<const T> send, std::span<T> recv) {
     if (recv.size() != send.size() * static_cast<size_t>(size()))
-      throw Exception(COLL_INVALID_ARGUMENT, "allgather: recv must hold nranks * send.size() elements");
+      refuse("allgather: recv must hold nranks * send.size() elements");
     allgather(send.data(), recv.data(), send.size(), datatype_of<T>());
   }
 
@@ -214,6 +296,17 @@ class Communicator {
   Communicator split(int color, int key) {
     coll_comm_t out = nullptr;
     check(coll_comm_split(comm_, color, key, &out), comm_);
+    return Communicator(out);
+  }
+
+  // The survivors, without `exclude` and the ranks found gone (see
+  // coll_comm_shrink), in their old order; this one is still destroyed by
+  // its destructor.
+  Communicator shrink(std::span<const int> exclude = {}) {
+    if (exclude.size() > static_cast<size_t>(INT32_MAX))
+      throw Exception(COLL_INVALID_ARGUMENT, "shrink: more excluded ranks than an int counts");
+    coll_comm_t out = nullptr;
+    check(coll_comm_shrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &out), comm_);
     return Communicator(out);
   }
 
@@ -240,6 +333,11 @@ class Communicator {
   coll_comm_t get() const { return comm_; }
 
  private:
+  [[noreturn]] static void refuse(const std::string& why) {
+    Group::refuse(why);
+    throw Exception(COLL_INVALID_ARGUMENT, why);
+  }
+
   void reset() {
     if (comm_ != nullptr) coll_comm_destroy(comm_);
     comm_ = nullptr;
@@ -248,4 +346,5 @@ class Communicator {
   coll_comm_t comm_ = nullptr;
 };
 
+}  // namespace cxx
 }  // namespace coll

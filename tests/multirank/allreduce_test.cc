@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -224,6 +226,131 @@ TEST(AllreduceCxx, SpansAndExceptions) {
     coll::Communicator none = comm.split(COLL_SPLIT_NOCOLOR, 0);
     EXPECT_EQ(none.get(), nullptr);
   });
+}
+
+// coll::Group: end() runs the group; a scope left by an exception runs
+// nothing and leaves the thread out of any group (a plain call after it
+// runs); a span call this layer refuses fails the group, as coll.h's
+// refusals do. With the layer's refusal kept from the group, rank 1's
+// group ran its second allreduce against rank 0's first; with a bare
+// coll_group_start, an exception between it and coll_group_end left every
+// later call of the thread recorded into the group, never run.
+TEST(AllreduceCxx, GroupsEndOnceAndFailOnARefusal) {
+  run_ranks(
+      2,
+      [](int rank, int nranks, const coll_unique_id_t& id) {
+        coll::Communicator comm(nranks, id, rank);
+        std::vector<int32_t> a(3, rank + 1), b(5, 10 * (rank + 1));
+        {
+          coll::Group group;
+          comm.allreduce(std::span<int32_t>(a));
+          comm.allreduce(std::span<int32_t>(b));
+          group.end();
+          try {
+            group.end();
+            ADD_FAILURE() << "a second end() was taken";
+          } catch (const coll::Exception& e) {
+            EXPECT_EQ(e.code(), COLL_INVALID_USAGE) << e.what();  // and the thread's groups count on, below
+          }
+        }
+        EXPECT_EQ(a, std::vector<int32_t>(3, 3));
+        EXPECT_EQ(b, std::vector<int32_t>(5, 30));
+
+        std::vector<int32_t> left(2, 1);
+        try {
+          coll::Group group;
+          comm.allreduce(std::span<int32_t>(left));
+          throw std::runtime_error("the caller's own failure");
+        } catch (const std::runtime_error&) {
+        }
+        EXPECT_EQ(left, std::vector<int32_t>(2, 1)) << "a group left by an exception ran";
+        int32_t after = rank;
+        comm.allreduce(std::span<int32_t>(&after, 1));
+        EXPECT_EQ(after, 1) << "the call after it did not run";
+
+        int64_t x = 100 + rank, y = 1000 + rank, shorter = 0;
+        std::vector<int64_t> out(2);
+        coll::Group group;
+        if (rank == 1) {
+          EXPECT_THROW(comm.allreduce(std::span<const int64_t>(&x, 1), std::span<int64_t>(out)), coll::Exception);
+        } else {
+          comm.allreduce(std::span<const int64_t>(&x, 1), std::span<int64_t>(&shorter, 1));
+        }
+        comm.allreduce(std::span<int64_t>(&y, 1));
+        try {
+          group.end();
+          ADD_FAILURE() << "rank " << rank << ": the group ran";
+        } catch (const coll::Exception& e) {
+          if (rank == 1) {
+            EXPECT_EQ(e.code(), COLL_INVALID_ARGUMENT);
+            EXPECT_NE(std::string(e.what()).find("nothing in the group ran"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("differ in size"), std::string::npos) << e.what();
+            EXPECT_EQ(y, 1001) << "the group ran its second allreduce against the peer's first";
+            comm.abort();
+          } else {
+            EXPECT_EQ(e.code(), COLL_REMOTE_ERROR) << e.what();
+          }
+        }
+      },
+      RankOptions{.env = {{"COLL_TIMEOUT_MS", "30000"}}});
+}
+
+// coll::Communicator::shrink: the survivors without the excluded rank, in
+// their old order, run on while the old communicator is destroyed.
+TEST(AllreduceCxx, ShrinkLeavesTheExcludedOut) {
+  run_ranks(
+      3,
+      [](int rank, int nranks, const coll_unique_id_t& id) {
+        coll::Communicator comm(nranks, id, rank);
+        comm.barrier();
+        if (rank == 1) return;  // excluded: it takes no part
+        const int excluded[] = {1};
+        coll::Communicator rest = comm.shrink(excluded);
+        EXPECT_EQ(rest.size(), 2);
+        EXPECT_EQ(rest.rank(), rank == 0 ? 0 : 1);
+        int64_t v = rank;
+        rest.allreduce(std::span<int64_t>(&v, 1));
+        EXPECT_EQ(v, 0 + 2);
+      },
+      RankOptions{.env = {{"COLL_TIMEOUT_MS", "20000"}}});
+}
+
+// Every rank gets the same bits where the operand order shows: a min or
+// max with a NaN, a max of +0 and -0, a sum of NaNs with different payloads.
+// In recursive doubling both ranks of a pair reduce the pair's data; each
+// put its own first, and rank 0 of 2 got NaN for min(NaN, 1) where rank 1
+// got 1. Checked for every algorithm, 2 to 5 ranks, by comparing each
+// rank's result bytes with rank 0's (an allgather).
+TEST(AllreduceBits, EveryRankGetsTheSameBitsWhateverTheOrder) {
+  for (const char* algorithm : {"recursive_doubling", "ring", "tree", "halving_doubling", "direct"}) {
+    for (int nranks : {2, 3, 4, 5}) {
+      SCOPED_TRACE(std::string(algorithm) + ", " + std::to_string(nranks) + " ranks");
+      run_ranks(
+          nranks,
+          [](int rank, int n, const coll_unique_id_t& id) {
+            coll::Communicator comm(n, id, rank);
+            const float nan = std::numeric_limits<float>::quiet_NaN();
+            uint32_t payload = 0x7fc00000u | static_cast<uint32_t>(rank + 1);  // a NaN of this rank's own
+            float own_nan = 0;
+            std::memcpy(&own_nan, &payload, sizeof(own_nan));
+            for (coll_redop_t op : {COLL_MIN, COLL_MAX, COLL_SUM}) {
+              // 37 elements: NaN on rank 0 against numbers, +0 and -0 alternating, NaNs of every rank.
+              std::vector<float> v(37);
+              for (size_t i = 0; i < v.size(); ++i)
+                v[i] = i % 3 == 0   ? (rank == 0 ? nan : static_cast<float>(rank))
+                       : i % 3 == 1 ? (rank % 2 == 0 ? 0.0f : -0.0f)
+                                    : own_nan;
+              comm.allreduce(std::span<float>(v), op);
+              std::vector<float> all(v.size() * static_cast<size_t>(n));
+              comm.allgather(std::span<const float>(v), std::span<float>(all));
+              for (int r = 1; r < n; ++r)
+                EXPECT_EQ(std::memcmp(all.data(), all.data() + static_cast<size_t>(r) * v.size(), v.size() * 4), 0)
+                    << "rank " << r << "'s result differs from rank 0's, op " << op;
+            }
+          },
+          RankOptions{.env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_ALGO", std::string("allreduce:") + algorithm}}});
+    }
+  }
 }
 
 // Ranks that disagree on the count get an error on every rank, not a hang

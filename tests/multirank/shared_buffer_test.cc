@@ -22,6 +22,7 @@
 #include <fstream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace coll::testing {
@@ -192,7 +193,8 @@ TEST(SharedBuffers, ManyRegionsStayBounded) {
 }
 
 // The C++ layer's coll::SharedBuffer: spans over coll_mem_alloc memory that
-// peers read in place, moved without a double free, freed at scope end.
+// peers read in place, moved without a double free, freed at scope end;
+// const, its elements are const.
 TEST(SharedBuffers, CxxSharedBufferAllreduce) {
   RankOptions options{.env = {{"COLL_TIMEOUT_MS", "60000"}, {"COLL_SHM_MAPPED", "1"}}};
   run_ranks(
@@ -208,7 +210,10 @@ TEST(SharedBuffers, CxxSharedBufferAllreduce) {
           coll::SharedBuffer<float> moved = std::move(send);
           EXPECT_EQ(send.data(), nullptr);
           EXPECT_EQ(send.size(), 0u);
-          comm.allreduce(std::span<const float>(moved.span()), recv.span());
+          const coll::SharedBuffer<float>& input = moved;  // a const buffer is an input only
+          static_assert(std::is_same_v<decltype(input.span()), std::span<const float>>);
+          static_assert(std::is_same_v<decltype(input[0]), const float&>);
+          comm.allreduce(input.span(), recv.span());
           size_t wrong = 0;
           for (size_t i = 0; i < kCount; ++i) wrong += recv[i] != static_cast<float>(3 * (i % 1000));
           EXPECT_EQ(wrong, 0u) << "rank " << rank;
