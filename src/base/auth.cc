@@ -113,8 +113,10 @@ void client_handshake(int fd, const Secret& secret, const std::string& purpose, 
   } catch (const Error& e) {
     if (e.code() != Code::kRemote) throw;
     fail(Code::kRemote, what,
-         " refused our proof of the job secret (the ranks were given "
-         "different unique ids or COLL_JOB_SECRET values)");
+         " closed the connection after our proof of the job secret: it refused the proof (the ranks were given "
+         "different unique ids or COLL_JOB_SECRET values), or it dropped us for another reason (its handshake "
+         "window passed, it was already connected, it ended): ",
+         e.what());
   }
   Mac expected = hmac(secret, "server", purpose, identity, hello.nonce);
   if (CRYPTO_memcmp(expected.data(), proof.mac.data(), expected.size()) != 0)

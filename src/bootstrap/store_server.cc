@@ -299,6 +299,16 @@ bool StoreServer::process(Conn& c, std::string* why) {
     if (parsed == Parse::kNeedMore) break;
     apply(c, request);
   }
+  // Bounds for a client that sends on while its request waits, or does not
+  // read its replies (ours sends one request and reads its reply).
+  if (c.in.size() > kMaxValueBytes + kMaxKeyBytes + 64) {
+    *why = "it sent more than a request while one of its requests waited";
+    return false;
+  }
+  if (c.out.size() > 4 * kMaxValueBytes) {
+    *why = "it left more than 64 MiB of replies unread";
+    return false;
+  }
   return true;
 }
 

@@ -260,6 +260,41 @@ TEST(Store, AMalformedFrameDropsOnlyThatConnection) {
   EXPECT_EQ(good.get("ok", deadline, "ok"), "1");
 }
 
+// A client that sends on while its GET waits (ours never does) is dropped
+// once it sent more than a request could hold; before, the store kept
+// reading it, 64 KiB a wake, without bound. Others go on.
+TEST(Store, AClientFloodingBehindAWaitingGetIsDropped) {
+  UniqueId id = start_store();
+  auto deadline = Deadline::after_ms(20000);
+  net::Fd fd = net::connect_to(net::SockAddr::parse(id.store_address, "store"), deadline, "store");
+  auth::client_handshake(fd.get(), id.secret, kStorePurpose, kStoreClientIdentity, deadline, "store");
+  const std::string key = "never";
+  StoreRequestHeader h{static_cast<uint32_t>(StoreOp::kGet), static_cast<uint32_t>(key.size()), 0};
+  net::send_all(fd.get(), &h, sizeof(h), deadline, "store");
+  net::send_all(fd.get(), key.data(), key.size(), deadline, "store");
+  const std::string flood(1 << 20, 'x');
+  bool dropped = false;
+  for (int mib = 0; mib < 64 && !dropped; ++mib) {
+    try {
+      net::send_all(fd.get(), flood.data(), flood.size(), Deadline::after_ms(5000), "store");
+    } catch (const Error&) {
+      dropped = true;  // the store closed it while we sent
+    }
+  }
+  if (!dropped) {
+    char byte;
+    try {
+      net::recv_all(fd.get(), &byte, 1, Deadline::after_ms(3000), "store");
+      ADD_FAILURE() << "the store replied to a GET of a key never set";
+    } catch (const Error& e) {
+      EXPECT_NE(e.code(), Code::kTimeout) << "the connection should be closed, not kept: " << e.what();
+    }
+  }
+  StoreClient good(id, deadline, kStoreClientIdentity);
+  good.set("ok", "1", deadline);
+  EXPECT_EQ(good.get("ok", deadline, "ok"), "1");
+}
+
 // collrun's hand-down: rank 0 hosts the store on the socket it inherited.
 class InheritedListener : public ::testing::Test {
  protected:
