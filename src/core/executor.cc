@@ -28,6 +28,13 @@ constexpr uint32_t kHole = UINT32_MAX;
 
 bool is_local(OpKind k) { return k == OpKind::kCopy || k == OpKind::kReduce || k == OpKind::kDivide; }
 
+// dst = own (op) received, or received (op) own where the step puts the
+// peer's data first (Step::received_first).
+void reduce_received(const reduce::Backend& backend, coll_datatype_t dtype, coll_redop_t op, void* dst, const void* own,
+                     const void* received, bool received_first, size_t count, void* stream) {
+  backend.reduce(dtype, op, dst, received_first ? received : own, received_first ? own : received, count, stream);
+}
+
 }  // namespace
 
 void Graph::build(const std::vector<const algo::Schedule*>& schedules) {
@@ -78,9 +85,8 @@ void Graph::build(const std::vector<const algo::Schedule*>& schedules) {
 // chunk at `offset`.
 void Executor::combine_piece(const transport::Sink& sink, size_t offset, const void* data, size_t bytes) {
   const Combine& c = *static_cast<const Combine*>(sink.context);
-  const void* own = c.src + offset;
-  c.backend->reduce(c.dtype, c.op, c.dst + offset, c.received_first ? data : own, c.received_first ? own : data,
-                    bytes / c.elem_size, c.stream);
+  reduce_received(*c.backend, c.dtype, c.op, c.dst + offset, c.src + offset, data, c.received_first,
+                  bytes / c.elem_size, c.stream);
 }
 
 void Executor::run(std::vector<Job>& jobs, int rank, int nranks, uint64_t seq, ChannelCounters& counters,
@@ -273,9 +279,8 @@ void Executor::complete(uint32_t i) {
   if (s.kind == OpKind::kRecvReduce && slot_of_[i] != SIZE_MAX) {
     const Job& job = job_of(i);
     const reduce::Backend& backend = reduce::backend_for(job.kind);
-    const void *own = address(i, s.src), *received = staging_[slot_of_[i]].data();
-    backend.reduce(job.dtype, job.op, address(i, s.dst), s.received_first ? received : own,
-                   s.received_first ? own : received, elems(i), job.stream);
+    reduce_received(backend, job.dtype, job.op, address(i, s.dst), address(i, s.src), staging_[slot_of_[i]].data(),
+                    s.received_first, elems(i), job.stream);
     if (backend.wait != nullptr) backend.wait(job.stream);  // before a send reads it
     free_slots_.push_back(slot_of_[i]);
   }
