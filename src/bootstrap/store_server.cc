@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,9 @@ namespace coll::bootstrap {
 namespace {
 
 constexpr int kHandshakeTimeoutMs = 10000;
+constexpr int kMaxStrangers = 512;
+constexpr int kAcceptPauseMs = 100;
+constexpr uint64_t kMaxUnreadReplyBytes = 4 * kMaxValueBytes;
 
 std::string reply(uint32_t status, const std::string& value) {
   StoreReplyHeader h{status, 0, value.size()};
@@ -184,6 +188,7 @@ void StoreServer::run() {
     }
     end_waits();
     drop_silent_strangers();
+    resume_accepting();
   }
   shut_down();
   finished_ = true;
@@ -224,17 +229,54 @@ bool StoreServer::every_rank_done() const {
   return true;
 }
 
+// Strangers are the connections that have yet to prove the job secret: at
+// most kMaxStrangers at once (the rest wait in the listener's backlog), so
+// that a flood of them cannot take every descriptor the rank has.
 void StoreServer::accept_connections() {
-  for (;;) {  // the listener is non-blocking: take every pending connection
+  while (accepting_) {  // the listener is non-blocking: take every pending connection
+    if (strangers() >= kMaxStrangers) return pause_accepting(std::chrono::steady_clock::now());
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
     int cfd = accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (cfd < 0) return;
+    if (cfd < 0) return out_of_resources(errno);
     net::SockAddr peer;
     peer.storage = ss;
     peer.length = len;
     add_connection(net::Fd(cfd), peer);
   }
+}
+
+// Out of descriptors (or memory) the connection stays in the backlog and
+// the listener stays readable: without a pause the loop would spin on it.
+void StoreServer::out_of_resources(int error) {
+  if (error != EMFILE && error != ENFILE && error != ENOBUFS && error != ENOMEM) return;
+  if (!warned_out_of_resources_)
+    log::warn(log::kBoot, "bootstrap store: cannot accept a connection: ", std::strerror(error),
+              " (raise the process's descriptor limit, ulimit -n); trying again every ", kAcceptPauseMs, " ms");
+  warned_out_of_resources_ = true;
+  pause_accepting(std::chrono::steady_clock::now() + std::chrono::milliseconds(kAcceptPauseMs));
+}
+
+int StoreServer::strangers() const {
+  int n = 0;
+  for (const auto& [fd, c] : conns_) n += !c->authenticated;
+  return n;
+}
+
+void StoreServer::pause_accepting(std::chrono::steady_clock::time_point until) {
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listener_.get(), nullptr);
+  accepting_ = false;
+  resume_at_ = until;
+}
+
+// Again once the pause is over and a stranger's place is free.
+void StoreServer::resume_accepting() {
+  if (accepting_ || std::chrono::steady_clock::now() < resume_at_ || strangers() >= kMaxStrangers) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = listener_.get();
+  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_.get(), &ev);
+  accepting_ = true;
 }
 
 // The server speaks first: its hello carries the nonce that the client must
@@ -305,8 +347,8 @@ bool StoreServer::process(Conn& c, std::string* why) {
     *why = "it sent more than a request while one of its requests waited";
     return false;
   }
-  if (c.out.size() > 4 * kMaxValueBytes) {
-    *why = "it left more than 64 MiB of replies unread";
+  if (c.out.size() > kMaxUnreadReplyBytes) {
+    *why = "it left more than " + std::to_string(kMaxUnreadReplyBytes >> 20) + " MiB of replies unread";
     return false;
   }
   return true;
@@ -376,11 +418,15 @@ void StoreServer::on_get(Conn& c, const std::string& key, std::chrono::steady_cl
 
 // Milliseconds until the first held WAIT ends, at most `cap`.
 int StoreServer::next_wait_end_ms(int cap) const {
-  if (wait_ends_.empty()) return cap;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wait_ends_.begin()->first -
-                                                                          std::chrono::steady_clock::now())
-                        .count() +
-                    1;
+  const auto now = std::chrono::steady_clock::now();
+  const auto ms_until = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1;
+  };
+  int64_t left = cap;
+  if (!wait_ends_.empty()) left = std::min(left, ms_until(wait_ends_.begin()->first));
+  // A pause for the strangers' share ends with a connection's event; one
+  // out of descriptors, at its time.
+  if (!accepting_ && resume_at_ > now) left = std::min(left, ms_until(resume_at_));
   return static_cast<int>(std::clamp<int64_t>(left, 0, cap));
 }
 

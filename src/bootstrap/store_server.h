@@ -56,6 +56,10 @@ class StoreServer {
   bool open_epoll();
   bool every_rank_done() const;
   void accept_connections();
+  void out_of_resources(int error);
+  int strangers() const;
+  void pause_accepting(std::chrono::steady_clock::time_point until);
+  void resume_accepting();
   void add_connection(net::Fd fd, const net::SockAddr& peer);
   void serve_connection(int fd, uint32_t events);
   void serve_input(Conn& c);
@@ -95,6 +99,9 @@ class StoreServer {
   int byes_ = 0;
   int gone_ = 0;            // ranks whose first communicator left without a goodbye: they died
   int expected_byes_ = -1;  // the job's size, once a rank said goodbye
+  bool accepting_ = true;   // the listener is in the epoll set
+  std::chrono::steady_clock::time_point resume_at_{};
+  bool warned_out_of_resources_ = false;
 };
 
 }  // namespace coll::bootstrap

@@ -4,6 +4,9 @@
 
 #include <dirent.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace coll::testing {
 
 inline int entries(const char* dir) {
@@ -16,5 +19,14 @@ inline int entries(const char* dir) {
 }
 inline int open_fds() { return entries("/proc/self/fd") - 1; }  // less the one opendir holds
 inline int threads() { return entries("/proc/self/task"); }
+inline int highest_fd() {
+  int highest = -1;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') highest = std::max(highest, std::atoi(e->d_name));
+    closedir(d);
+  }
+  return highest;
+}
 
 }  // namespace coll::testing

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,8 +20,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace coll::bootstrap {
 namespace {
@@ -293,6 +298,114 @@ TEST(Store, AClientFloodingBehindAWaitingGetIsDropped) {
   StoreClient good(id, deadline, kStoreClientIdentity);
   good.set("ok", "1", deadline);
   EXPECT_EQ(good.get("ok", deadline, "ok"), "1");
+}
+
+// A store in a child process, whose descriptors a test may limit: the
+// child starts it, reports its address, and on the word measures its own
+// CPU time over 500 ms and counts its descriptors, then serves until killed.
+class ChildStore {
+ public:
+  explicit ChildStore(int spare_descriptors) {
+    id_.secret = auth::random_secret();
+    if (pipe(to_parent_) != 0 || pipe(to_child_) != 0) throw std::runtime_error("pipe");
+    pid_ = fork();
+    if (pid_ == 0) serve(spare_descriptors);
+    uint16_t port = 0;
+    if (pid_ < 0 || read(to_parent_[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port)))
+      throw std::runtime_error("the child store did not start");
+    address_ = net::SockAddr::parse("127.0.0.1:" + std::to_string(port), "test");
+    id_.store_address = address_.to_string();
+  }
+  ~ChildStore() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    for (int fd : {to_parent_[0], to_parent_[1], to_child_[0], to_child_[1]}) close(fd);
+  }
+  const UniqueId& id() const { return id_; }
+  const net::SockAddr& address() const { return address_; }
+  // Its CPU time (ms) over 500 ms from now, and its descriptors then.
+  std::pair<double, int> measure() const {
+    std::pair<double, int> got{-1, -1};
+    if (write(to_child_[1], "m", 1) != 1 || read(to_parent_[0], &got, sizeof(got)) != sizeof(got))
+      throw std::runtime_error("the child store did not answer");
+    return got;
+  }
+
+ private:
+  // `spare` >= 0: a descriptor limit that leaves it that many free.
+  [[noreturn]] void serve(int spare) {
+    StoreServer* server = StoreServer::start(net::SockAddr::parse("127.0.0.1:0", "test"), id_.secret);
+    const auto port = static_cast<uint16_t>(server->address().port());
+    if (spare >= 0) {
+      rlimit limit{};
+      getrlimit(RLIMIT_NOFILE, &limit);
+      limit.rlim_cur = static_cast<rlim_t>(coll::testing::highest_fd() + spare + 8);
+      setrlimit(RLIMIT_NOFILE, &limit);
+      std::vector<int> fillers;  // every free descriptor below the limit, less `spare`
+      for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+      for (int k = 0; k < spare && !fillers.empty(); ++k) close(fillers.back()), fillers.pop_back();
+    }
+    char word;
+    if (write(to_parent_[1], &port, sizeof(port)) != sizeof(port)) _exit(1);
+    while (read(to_child_[0], &word, 1) == 1) {
+      const auto cpu_ms = [] {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0;
+      };
+      const double before = cpu_ms();
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      const std::pair<double, int> got{cpu_ms() - before, coll::testing::open_fds()};
+      if (write(to_parent_[1], &got, sizeof(got)) != sizeof(got)) _exit(1);
+    }
+    _exit(0);
+  }
+
+  UniqueId id_;
+  net::SockAddr address_;
+  pid_t pid_ = -1;
+  int to_parent_[2] = {-1, -1}, to_child_[2] = {-1, -1};
+};
+
+// Strangers that connect and say nothing, `n` of them.
+std::vector<net::Fd> strangers(const net::SockAddr& address, int n) {
+  std::vector<net::Fd> fds;
+  for (int k = 0; k < n; ++k) fds.push_back(net::connect_to(address, Deadline::after_ms(5000), "store"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return fds;
+}
+
+void expect_it_serves(const ChildStore& store) {
+  const Deadline deadline = Deadline::after_ms(10000);
+  StoreClient client(store.id(), deadline, kStoreClientIdentity);
+  client.set("k", "v", deadline);
+  EXPECT_EQ(client.get("k", deadline, "k"), "v");
+}
+
+// A store out of descriptors leaves the connections it cannot accept in the
+// backlog, where the listener stays readable: it pauses instead of spinning
+// on it (before, the store's thread took a whole core until a descriptor
+// was free), and serves once descriptors are free again.
+TEST(Store, OutOfDescriptorsItPausesAndServesAgainOnceSomeAreFree) {
+  ChildStore store(3);  // room for three connections
+  std::vector<net::Fd> flood = strangers(store.address(), 16);
+  EXPECT_LT(store.measure().first, 150.0) << "the store's thread spins while it is out of descriptors";
+  flood.clear();  // the store sees them leave and has descriptors again
+  expect_it_serves(store);
+}
+
+// Strangers, connections yet to prove the job secret, hold at most 512 of
+// the store's descriptors at once: the rest wait in the backlog, and a
+// flood cannot take every descriptor the rank has.
+TEST(Store, StrangersHoldAtMostTheirShareOfDescriptors) {
+  ChildStore store(-1);
+  const int before = store.measure().second;
+  std::vector<net::Fd> flood = strangers(store.address(), 600);
+  const auto [cpu_ms, fds] = store.measure();
+  EXPECT_EQ(fds - before, 512) << "descriptors the strangers hold in the store's process";
+  EXPECT_LT(cpu_ms, 150.0) << "the store's thread spins while strangers hold their share";
+  flood.clear();
+  expect_it_serves(store);
 }
 
 // collrun's hand-down: rank 0 hosts the store on the socket it inherited.
