@@ -2,6 +2,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/fork_release.h"
 #include "base/log.h"
 
 #include <arpa/inet.h>
@@ -23,8 +24,16 @@
 namespace coll::net {
 
 void Fd::reset() {
+  if (parents_only_) fork_release::remove(fd_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  parents_only_ = false;
+}
+
+void Fd::parents_only() {
+  if (fd_ < 0 || parents_only_) return;
+  fork_release::add(fd_);
+  parents_only_ = true;
 }
 
 int SockAddr::port() const {

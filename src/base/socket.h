@@ -18,11 +18,13 @@ class Fd {
  public:
   Fd() = default;
   explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd(Fd&& other) noexcept
+      : fd_(std::exchange(other.fd_, -1)), parents_only_(std::exchange(other.parents_only_, false)) {}
   Fd& operator=(Fd&& other) noexcept {
     if (this != &other) {
       reset();
       fd_ = std::exchange(other.fd_, -1);
+      parents_only_ = std::exchange(other.parents_only_, false);
     }
     return *this;
   }
@@ -33,9 +35,12 @@ class Fd {
   int get() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
   void reset();
+  // A rank's socket, which a forked child lets go of (fork_release.h).
+  void parents_only();
 
  private:
   int fd_ = -1;
+  bool parents_only_ = false;
 };
 
 // An IPv4 or IPv6 socket address. Text form: "1.2.3.4:5" or "[::1]:5".

@@ -17,6 +17,7 @@ StoreClient::StoreClient(const UniqueId& id, const Deadline& deadline, uint32_t 
   std::string what = str_cat("bootstrap store at ", address_);
   net::SockAddr addr = net::SockAddr::parse(address_, "bootstrap store address");
   fd_ = net::connect_to(addr, deadline, what, refused);
+  fd_.parents_only();
   if (gone) await_greeting(gone, deadline, what);
   auth::client_handshake(fd_.get(), id.secret, kStorePurpose, rank, deadline, what);
 }

@@ -82,7 +82,9 @@ StoreServer::StoreServer(net::Fd listener, net::SockAddr bound, const auth::Secr
     : listener_(std::move(listener)),
       bound_(bound),
       secret_(secret),
-      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}  // without one, stop() is seen within 500 ms
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {  // without one, stop() is seen within 500 ms
+  listener_.parents_only();
+}
 
 void StoreServer::stop() {
   stopping_ = true;
@@ -285,6 +287,7 @@ void StoreServer::add_connection(net::Fd fd, const net::SockAddr& peer) {
   const int cfd = fd.get();
   auto c = std::make_unique<Conn>();
   c->fd = std::move(fd);
+  c->fd.parents_only();
   c->peer = peer.to_string();
   c->nonce = auth::random_nonce();
   auto hello = auth::make_server_hello(c->nonce);

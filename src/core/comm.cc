@@ -77,6 +77,7 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
 
   std::string ifname;
   standby_ = net::listen_on(net::choose_interface(&ifname), &standby_bound_, "standby store (coll_comm_shrink)");
+  standby_.parents_only();
 
   // Publish our addresses, then read everyone's: a rank that never arrives
   // shows up here as a timeout naming it.

@@ -5,6 +5,7 @@
 #include "support/handshake.h"
 #include "support/multirank.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -188,6 +189,50 @@ TEST_P(DeadRank, EveryRankLearnsWhoDiedAndWhere) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DeadRank, ::testing::Values("tcp", "shm", "mixed"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// A rank forks a child that does not exec (a data loader's worker, a
+// multiprocessing fork) and is then killed. The child holds copies of the
+// rank's sockets, so without more its peers would see its connections open
+// and its standby socket accept: they would wait for it until their
+// timeout. The child lets go of them at fork, and the survivors fail fast.
+// (Over shm a peer's process is watched, not its sockets: the same holds.)
+class ForkedChild : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ForkedChild, ARankKilledWhileItsChildLivesIsFoundGone) {
+  run_ranks_with_comm(
+      3,
+      [&](coll_comm_t comm, int rank, int) {
+        std::vector<float> v(4096, 1.0f);
+        coll_result_t r = COLL_SUCCESS;
+        Clock::time_point start{};
+        for (int i = 1; i <= 3 && r == COLL_SUCCESS; ++i) {
+          if (rank == 2 && i == 3) {
+            if (fork() == 0) {  // lives on after its parent, holding nothing of coll's
+              const int null = open("/dev/null", O_RDWR);
+              dup2(null, 1), dup2(null, 2);
+              std::this_thread::sleep_for(std::chrono::seconds(25));
+              _exit(0);
+            }
+            raise(SIGKILL);
+          }
+          start = Clock::now();
+          r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
+        }
+        const double ms = ms_since(start);
+        const std::string message = last_error(comm);
+        EXPECT_EQ(r, COLL_REMOTE_ERROR) << message;
+        EXPECT_NE(message.find("rank 2 (host "), std::string::npos) << message;
+        EXPECT_LT(ms, 5000) << message;
+        if (rank == 0) std::printf("rank 0 after %.0f ms: %s\n", ms, message.c_str());
+      },
+      RankOptions{.limit_s = 60,
+                  .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", GetParam()}, {"COLL_ALGO", "ring"}},
+                  .killed_rank = 2},
+      Destroy::kAnyResult);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ForkedChild, ::testing::Values("tcp", "shm"),
                          [](const auto& info) { return std::string(info.param); });
 
 // Over nvlink (emulated), rank 2 finishes, destroys its communicator and

@@ -56,6 +56,7 @@ TcpTransport::TcpTransport(int rank, int nranks, const auth::Secret& secret, std
   std::string ifname;
   net::SockAddr addr = net::choose_interface(&ifname);
   listener_ = net::listen_on(addr, &address_, "tcp transport");
+  listener_.parents_only();
   epoll_ = net::Fd(epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_.valid()) fail_errno(Code::kSystem, errno, "tcp transport", "epoll_create1");
   log::info(log::kNet, "tcp: rank ", rank_, " listening on ", address_.to_string(), " (", ifname, ")");
@@ -68,6 +69,7 @@ std::string TcpTransport::local_address() const {
 }
 
 void TcpTransport::add_pair(int peer, net::Fd fd, const std::string& address) {
+  fd.parents_only();
   net::set_nonblocking(fd.get());
   net::set_nodelay(fd.get());
   int raw = fd.get();
@@ -179,6 +181,7 @@ void TcpTransport::greet_newcomers() {
     g.fd = net::Fd(
         accept4(listener_.get(), reinterpret_cast<sockaddr*>(&g.from.storage), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!g.fd.valid()) return;
+    g.fd.parents_only();
     g.from.length = len;
     g.nonce = auth::random_nonce();
     g.until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kHandshakeSliceMs);

@@ -1,0 +1,56 @@
+#include "base/fork_release.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+namespace coll::fork_release {
+namespace {
+
+// Held across fork (prepare to parent or child), so that the child finds
+// the list whole, as the forking thread left it.
+std::mutex& list_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<int>& list() {
+  static std::vector<int> fds;
+  return fds;
+}
+
+void before_fork() { list_mutex().lock(); }
+void in_parent() { list_mutex().unlock(); }
+
+// Only async-signal-safe calls: the child of a threaded process.
+void in_child() {
+  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    for (int fd : list()) dup3(null, fd, O_CLOEXEC);
+    close(null);
+  }
+  list_mutex().unlock();
+}
+
+}  // namespace
+
+void add(int fd) {
+  static std::once_flag installed;
+  std::call_once(installed, [] { pthread_atfork(before_fork, in_parent, in_child); });
+  std::lock_guard<std::mutex> lock(list_mutex());
+  list().push_back(fd);
+}
+
+void remove(int fd) {
+  std::lock_guard<std::mutex> lock(list_mutex());
+  auto& fds = list();
+  if (auto it = std::find(fds.begin(), fds.end(), fd); it != fds.end()) {
+    *it = fds.back();
+    fds.pop_back();
+  }
+}
+
+}  // namespace coll::fork_release

@@ -1,0 +1,17 @@
+// Descriptors a child forked without exec lets go of. A rank's sockets
+// tell its peers that it lives: while a copy is open in a child (a data
+// loader's worker, a multiprocessing fork) a killed rank's connections stay
+// open and its listeners accept, and its peers wait for it until their
+// timeout. At fork the child points each descriptor registered here at
+// /dev/null: the number stays taken (the child's copy of coll may still
+// close it), the socket is the parent's alone.
+#pragma once
+
+namespace coll::fork_release {
+
+// Registers `fd`; the first call installs the fork handler.
+void add(int fd);
+// Before `fd` is closed.
+void remove(int fd);
+
+}  // namespace coll::fork_release
