@@ -81,7 +81,9 @@ typedef enum {
 } coll_datatype_t;
 
 /* Reduction operations. COLL_AVG sums, then divides once by the number of
- * ranks (integer types truncate toward zero). Integer SUM and PROD wrap
+ * ranks (integer types truncate toward zero), as NCCL's does for integers:
+ * a sum that leaves the type's range wraps (integers) or is infinite
+ * (float16 past 65504) before the division. Integer SUM and PROD wrap
  * modulo 2^bits, so their result does not depend on the reduction order. */
 typedef enum {
   COLL_SUM = 0,

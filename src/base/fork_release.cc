@@ -27,11 +27,12 @@ void in_parent() { list_mutex().unlock(); }
 
 // Only async-signal-safe calls: the child of a threaded process.
 void in_child() {
-  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     for (int fd : list()) dup3(null, fd, O_CLOEXEC);
-    close(null);
+    ::close(null);
   }
+  list().clear();  // they are the child's own now, which it may close and reuse; frees nothing
   list_mutex().unlock();
 }
 
@@ -44,13 +45,14 @@ void add(int fd) {
   list().push_back(fd);
 }
 
-void remove(int fd) {
+void close(int fd) {
   std::lock_guard<std::mutex> lock(list_mutex());
   auto& fds = list();
   if (auto it = std::find(fds.begin(), fds.end(), fd); it != fds.end()) {
     *it = fds.back();
     fds.pop_back();
   }
+  ::close(fd);
 }
 
 }  // namespace coll::fork_release

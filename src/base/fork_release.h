@@ -11,7 +11,8 @@ namespace coll::fork_release {
 
 // Registers `fd`; the first call installs the fork handler.
 void add(int fd);
-// Before `fd` is closed.
-void remove(int fd);
+// Takes `fd` off and closes it, under the lock a fork waits for: a fork
+// between the two would leave the child a live copy.
+void close(int fd);
 
 }  // namespace coll::fork_release

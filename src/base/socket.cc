@@ -24,8 +24,10 @@
 namespace coll::net {
 
 void Fd::reset() {
-  if (parents_only_) fork_release::remove(fd_);
-  if (fd_ >= 0) ::close(fd_);
+  if (parents_only_)
+    fork_release::close(fd_);
+  else if (fd_ >= 0)
+    ::close(fd_);
   fd_ = -1;
   parents_only_ = false;
 }

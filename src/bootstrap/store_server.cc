@@ -236,7 +236,7 @@ bool StoreServer::every_rank_done() const {
 // that a flood of them cannot take every descriptor the rank has.
 void StoreServer::accept_connections() {
   while (accepting_) {  // the listener is non-blocking: take every pending connection
-    if (strangers() >= kMaxStrangers) return pause_accepting(std::chrono::steady_clock::now());
+    if (strangers_ >= kMaxStrangers) return pause_accepting(std::chrono::steady_clock::now());
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
     int cfd = accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -259,12 +259,6 @@ void StoreServer::out_of_resources(int error) {
   pause_accepting(std::chrono::steady_clock::now() + std::chrono::milliseconds(kAcceptPauseMs));
 }
 
-int StoreServer::strangers() const {
-  int n = 0;
-  for (const auto& [fd, c] : conns_) n += !c->authenticated;
-  return n;
-}
-
 void StoreServer::pause_accepting(std::chrono::steady_clock::time_point until) {
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listener_.get(), nullptr);
   accepting_ = false;
@@ -273,12 +267,14 @@ void StoreServer::pause_accepting(std::chrono::steady_clock::time_point until) {
 
 // Again once the pause is over and a stranger's place is free.
 void StoreServer::resume_accepting() {
-  if (accepting_ || std::chrono::steady_clock::now() < resume_at_ || strangers() >= kMaxStrangers) return;
+  if (accepting_ || std::chrono::steady_clock::now() < resume_at_ || strangers_ >= kMaxStrangers) return;
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = listener_.get();
-  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_.get(), &ev);
-  accepting_ = true;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_.get(), &ev) == 0)
+    accepting_ = true;
+  else  // out of memory still: the next try is a pause later
+    resume_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
 }
 
 // The server speaks first: its hello carries the nonce that the client must
@@ -288,6 +284,7 @@ void StoreServer::add_connection(net::Fd fd, const net::SockAddr& peer) {
   auto c = std::make_unique<Conn>();
   c->fd = std::move(fd);
   c->fd.parents_only();
+  ++strangers_;
   c->peer = peer.to_string();
   c->nonce = auth::random_nonce();
   auto hello = auth::make_server_hello(c->nonce);
@@ -370,6 +367,7 @@ bool StoreServer::authenticate(Conn& c, std::string* why) {
   auto proof = auth::make_server_proof(secret_, kStorePurpose, hello.identity, hello.nonce);
   c.out.append(reinterpret_cast<const char*>(&proof), sizeof(proof));
   c.authenticated = true;
+  --strangers_;
   c.identity = hello.identity;
   return true;
 }
@@ -541,6 +539,7 @@ void StoreServer::close_conn(int fd, const std::string& why) {
   if (it == conns_.end()) return;
   if (!why.empty()) log::warn(log::kBoot, "bootstrap store: closing connection from ", it->second->peer, ": ", why);
   const Conn& c = *it->second;
+  if (!c.authenticated) --strangers_;
   if (c.authenticated && c.identity != kStoreClientIdentity && !c.said_bye) {
     ++gone_;
     log::info(log::kBoot, "bootstrap store: rank ", c.identity, " left without a goodbye (did it die?)");
@@ -562,6 +561,7 @@ void StoreServer::shut_down() {
   log::info(log::kBoot, "bootstrap store on ", bound_.to_string(), " finished (", byes_, " ranks said bye, ", gone_,
             " left without)");
   conns_.clear();
+  strangers_ = 0;
   data_.clear();
   epoll_.reset();
   listener_.reset();

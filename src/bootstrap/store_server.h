@@ -57,7 +57,6 @@ class StoreServer {
   bool every_rank_done() const;
   void accept_connections();
   void out_of_resources(int error);
-  int strangers() const;
   void pause_accepting(std::chrono::steady_clock::time_point until);
   void resume_accepting();
   void add_connection(net::Fd fd, const net::SockAddr& peer);
@@ -99,6 +98,7 @@ class StoreServer {
   int byes_ = 0;
   int gone_ = 0;            // ranks whose first communicator left without a goodbye: they died
   int expected_byes_ = -1;  // the job's size, once a rank said goodbye
+  int strangers_ = 0;       // connections yet to prove the job secret
   bool accepting_ = true;   // the listener is in the epoll set
   std::chrono::steady_clock::time_point resume_at_{};
   bool warned_out_of_resources_ = false;

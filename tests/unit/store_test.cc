@@ -12,12 +12,14 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -28,6 +30,13 @@
 
 namespace coll::bootstrap {
 namespace {
+
+// This process's CPU time so far (user and system), in ms.
+double process_cpu_ms() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0;
+}
 
 // A store on loopback; `server` (optional) receives it, to watch it end.
 UniqueId start_store(StoreServer** server = nullptr) {
@@ -186,14 +195,9 @@ TEST(Store, AForkedChildStoppingItsCopyLeavesTheParentsStoreServing) {
   }
   int status = -1;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  const auto cpu_ms = [] {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0;
-  };
-  const double before = cpu_ms();
+  const double before = process_cpu_ms();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_LT(cpu_ms() - before, 150.0) << "the parent's store thread spins";
+  EXPECT_LT(process_cpu_ms() - before, 150.0) << "the parent's store thread spins";
   EXPECT_FALSE(server->finished());
   EXPECT_EQ(rank0.get("k", deadline, "k"), "v");
   server->stop();
@@ -300,6 +304,13 @@ TEST(Store, AClientFloodingBehindAWaitingGetIsDropped) {
   EXPECT_EQ(good.get("ok", deadline, "ok"), "1");
 }
 
+// Reads `n` bytes from a pipe within 20 s: a child that hung fails the test,
+// not ctest's limit.
+bool read_within(int fd, void* into, size_t n) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 20000) == 1 && read(fd, into, n) == static_cast<ssize_t>(n);
+}
+
 // A store in a child process, whose descriptors a test may limit: the
 // child starts it, reports its address, and on the word measures its own
 // CPU time over 500 ms and counts its descriptors, then serves until killed.
@@ -309,9 +320,16 @@ class ChildStore {
     id_.secret = auth::random_secret();
     if (pipe(to_parent_) != 0 || pipe(to_child_) != 0) throw std::runtime_error("pipe");
     pid_ = fork();
-    if (pid_ == 0) serve(spare_descriptors);
+    if (pid_ == 0) {
+      try {
+        serve(spare_descriptors);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child store: %s\n", e.what());
+      }
+      _exit(1);
+    }
     uint16_t port = 0;
-    if (pid_ < 0 || read(to_parent_[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port)))
+    if (pid_ < 0 || !read_within(to_parent_[0], &port, sizeof(port)))
       throw std::runtime_error("the child store did not start");
     address_ = net::SockAddr::parse("127.0.0.1:" + std::to_string(port), "test");
     id_.store_address = address_.to_string();
@@ -326,16 +344,23 @@ class ChildStore {
   // Its CPU time (ms) over 500 ms from now, and its descriptors then.
   std::pair<double, int> measure() const {
     std::pair<double, int> got{-1, -1};
-    if (write(to_child_[1], "m", 1) != 1 || read(to_parent_[0], &got, sizeof(got)) != sizeof(got))
+    if (write(to_child_[1], "m", 1) != 1 || !read_within(to_parent_[0], &got, sizeof(got)))
       throw std::runtime_error("the child store did not answer");
     return got;
   }
 
  private:
-  // `spare` >= 0: a descriptor limit that leaves it that many free.
+  // `spare` >= 0: a descriptor limit that leaves it that many free, once
+  // the store's thread serves (it makes its epoll set first).
   [[noreturn]] void serve(int spare) {
     StoreServer* server = StoreServer::start(net::SockAddr::parse("127.0.0.1:0", "test"), id_.secret);
     const auto port = static_cast<uint16_t>(server->address().port());
+    {
+      UniqueId here = id_;
+      here.store_address = server->address().to_string();
+      const Deadline deadline = Deadline::after_ms(10000);
+      StoreClient(here, deadline, kStoreClientIdentity).set("serving", "1", deadline);
+    }
     if (spare >= 0) {
       rlimit limit{};
       getrlimit(RLIMIT_NOFILE, &limit);
@@ -348,14 +373,9 @@ class ChildStore {
     char word;
     if (write(to_parent_[1], &port, sizeof(port)) != sizeof(port)) _exit(1);
     while (read(to_child_[0], &word, 1) == 1) {
-      const auto cpu_ms = [] {
-        rusage u{};
-        getrusage(RUSAGE_SELF, &u);
-        return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0;
-      };
-      const double before = cpu_ms();
+      const double before = process_cpu_ms();
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      const std::pair<double, int> got{cpu_ms() - before, coll::testing::open_fds()};
+      const std::pair<double, int> got{process_cpu_ms() - before, coll::testing::open_fds()};
       if (write(to_parent_[1], &got, sizeof(got)) != sizeof(got)) _exit(1);
     }
     _exit(0);

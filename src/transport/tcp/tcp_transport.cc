@@ -113,6 +113,7 @@ void TcpTransport::connect_to_lower(int peer, const std::string& address, const 
   std::string what = str_cat("rank ", peer, " (", describe(address), ")");
   net::SockAddr addr = net::SockAddr::parse(socket_part(address), "peer address");
   net::Fd fd = net::connect_to(addr, deadline, what);
+  fd.parents_only();
   auth::client_handshake(fd.get(), secret_, purpose_for(peer, token), static_cast<uint32_t>(rank_), deadline, what);
   add_pair(peer, std::move(fd), describe(address));
 }
