@@ -12,14 +12,16 @@ namespace coll::fork_release {
 namespace {
 
 // Held across fork (prepare to parent or child), so that the child finds
-// the list whole, as the forking thread left it.
+// the list whole, as the forking thread left it. Neither is ever
+// destroyed: a store's thread may close its descriptors while the process
+// runs its exit handlers.
 std::mutex& list_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 std::vector<int>& list() {
-  static std::vector<int> fds;
-  return fds;
+  static auto* fds = new std::vector<int>;
+  return *fds;
 }
 
 void before_fork() { list_mutex().lock(); }
