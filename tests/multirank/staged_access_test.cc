@@ -7,6 +7,7 @@
 // the plan below the threshold and when COLL_ALGO names an algorithm; the
 // fall back when a rank has no staging; every path mixed under skew.
 // (Mismatched calls and non-blocking ones, for both forms: direct_access_test.)
+#include "support/handshake.h"
 #include "support/multirank.h"
 #include "support/shared_buffers.h"
 
@@ -58,16 +59,21 @@ TEST_P(StagedAccess, ExactForEveryTypeOpAndCount) {
 INSTANTIATE_TEST_SUITE_P(Ranks, StagedAccess, ranks_and_streaming(), ranks_stream_name);
 
 // A setting of the in-place rule that is none of auto, 0 and 1 fails init
-// on every rank, naming it.
+// on every rank, naming it. Each rank's process stays until both inits have
+// ended: rank 0's holds the bootstrap store, which the other's init may still
+// be using when rank 0 refuses (it then fails to reach the store instead).
 TEST(StagedAccess, ABadInPlaceSettingIsRefusedAtInit) {
+  Handshake ended;
   run_ranks(
       2,
-      [](int rank, int n, const coll_unique_id_t& id) {
+      [&ended](int rank, int n, const coll_unique_id_t& id) {
         coll_comm_t comm = nullptr;
         EXPECT_EQ(coll_comm_init_rank(&comm, n, id, rank), COLL_INVALID_ARGUMENT);
         const std::string why = coll_get_last_error(nullptr);
         EXPECT_NE(why.find("COLL_SHM_STAGED_STREAM_IN_PLACE=yes must be auto, 0 or 1"), std::string::npos) << why;
         EXPECT_EQ(comm, nullptr);
+        ended.arrive();
+        EXPECT_TRUE(ended.wait_for(2)) << "the other rank's init never ended";
       },
       RankOptions{.env = {{"COLL_SHM_STAGED_STREAM_IN_PLACE", "yes"}, {"COLL_TIMEOUT_MS", "10000"}}});
 }
