@@ -147,6 +147,28 @@ TEST(AsyncError, AWatchdogSeesTheFirstFailure) {
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "60000"}}}, Destroy::kAnyResult);
 }
 
+// Allreduces of 4096 floats until one fails, rank `dead` running `die`
+// before the `last`-th. Every survivor must fail with COLL_REMOTE_ERROR
+// naming the dead rank, within 5 s (the tests' timeout is 20 s). Returns
+// the message.
+std::string expect_fast_failure(coll_comm_t comm, int rank, int dead, int last, const std::function<void()>& die) {
+  std::vector<float> v(4096, 1.0f);
+  coll_result_t r = COLL_SUCCESS;
+  Clock::time_point start{};
+  for (int i = 1; i <= last && r == COLL_SUCCESS; ++i) {
+    if (rank == dead && i == last) die();
+    start = Clock::now();
+    r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
+  }
+  const double ms = ms_since(start);
+  const std::string message = last_error(comm);
+  EXPECT_EQ(r, COLL_REMOTE_ERROR) << message;
+  EXPECT_NE(message.find("rank " + std::to_string(dead) + " (host "), std::string::npos) << message;
+  EXPECT_LT(ms, 5000) << message;
+  if (rank == 0) std::printf("rank 0 after %.0f ms: %s\n", ms, message.c_str());
+  return message;
+}
+
 // Rank 3 dies before the fifth allreduce. Its neighbours find it gone; the
 // others hear it from them (each rank that fails tells its peers why before
 // it closes). Every survivor fails fast, not at its 20 s timeout, with a
@@ -161,24 +183,11 @@ TEST_P(DeadRank, EveryRankLearnsWhoDiedAndWhere) {
     run_ranks_with_comm(
         5,
         [&](coll_comm_t comm, int rank, int) {
-          std::vector<float> v(4096, 1.0f);
-          coll_result_t r = COLL_SUCCESS;
-          Clock::time_point start{};
-          for (int i = 1; i <= 5 && r == COLL_SUCCESS; ++i) {
-            if (rank == 3 && i == 5) raise(SIGKILL);
-            start = Clock::now();
-            r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
-          }
-          const double ms = ms_since(start);
-          const std::string message = last_error(comm);
-          EXPECT_EQ(r, COLL_REMOTE_ERROR) << message;
-          EXPECT_NE(message.find("rank 3 (host "), std::string::npos) << message;
+          const std::string message = expect_fast_failure(comm, rank, 3, 5, [] { raise(SIGKILL); });
           EXPECT_NE(message.find("allreduce #5"), std::string::npos) << message;
-          EXPECT_LT(ms, 5000) << message;
           coll_result_t async = COLL_SUCCESS;
           coll_comm_get_async_error(comm, &async);
           EXPECT_EQ(async, COLL_REMOTE_ERROR);
-          if (rank == 0) std::printf("rank 0 after %.0f ms: %s\n", ms, message.c_str());
         },
         RankOptions{.limit_s = 60,
                     .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", transports}, {"COLL_ALGO", algorithm}},
@@ -203,28 +212,15 @@ TEST_P(ForkedChild, ARankKilledWhileItsChildLivesIsFoundGone) {
   run_ranks_with_comm(
       3,
       [&](coll_comm_t comm, int rank, int) {
-        std::vector<float> v(4096, 1.0f);
-        coll_result_t r = COLL_SUCCESS;
-        Clock::time_point start{};
-        for (int i = 1; i <= 3 && r == COLL_SUCCESS; ++i) {
-          if (rank == 2 && i == 3) {
-            if (fork() == 0) {  // lives on after its parent, holding nothing of coll's
-              const int null = open("/dev/null", O_RDWR);
-              dup2(null, 1), dup2(null, 2);
-              std::this_thread::sleep_for(std::chrono::seconds(25));
-              _exit(0);
-            }
-            raise(SIGKILL);
+        expect_fast_failure(comm, rank, 2, 3, [] {
+          if (fork() == 0) {  // lives on after its parent, holding nothing of coll's
+            const int null = open("/dev/null", O_RDWR);
+            dup2(null, 1), dup2(null, 2);
+            std::this_thread::sleep_for(std::chrono::seconds(25));
+            _exit(0);
           }
-          start = Clock::now();
-          r = coll_allreduce(v.data(), v.data(), v.size(), COLL_FLOAT32, COLL_SUM, comm, nullptr);
-        }
-        const double ms = ms_since(start);
-        const std::string message = last_error(comm);
-        EXPECT_EQ(r, COLL_REMOTE_ERROR) << message;
-        EXPECT_NE(message.find("rank 2 (host "), std::string::npos) << message;
-        EXPECT_LT(ms, 5000) << message;
-        if (rank == 0) std::printf("rank 0 after %.0f ms: %s\n", ms, message.c_str());
+          raise(SIGKILL);
+        });
       },
       RankOptions{.limit_s = 60,
                   .env = {{"COLL_TIMEOUT_MS", "20000"}, {"COLL_TRANSPORTS", GetParam()}, {"COLL_ALGO", "ring"}},

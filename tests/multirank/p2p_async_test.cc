@@ -9,6 +9,7 @@
 #include <chrono>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coll::testing {
@@ -138,6 +139,17 @@ TEST(Group, ARefusedCallFailsTheWholeGroup) {
       RankOptions{.env = {{"COLL_TIMEOUT_MS", "30000"}}});
 }
 
+// The job's communicator and its twin (a split of it with one color): two
+// communicators over the same ranks, for groups that span communicators.
+// The twin is null where either failed (the failure reported).
+std::pair<coll_comm_t, coll_comm_t> world_and_twin(int rank, int n, const coll_unique_id_t& id) {
+  coll_comm_t world = init_or_die(rank, n, id), twin = nullptr;
+  if (world != nullptr) {
+    EXPECT_EQ(coll_comm_split(world, 0, rank, &twin), COLL_SUCCESS) << coll_get_last_error(world);
+  }
+  return {world, twin};
+}
+
 // A group over two communicators, each rank grouping them in another
 // order: run one after the other, each rank would wait in its first for
 // the other's (NCCL runs a group's communicators together).
@@ -145,9 +157,8 @@ TEST(Group, SpansCommunicatorsInAnyOrder) {
   run_ranks(
       2,
       [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t world = init_or_die(rank, n, id), twin = nullptr;
-        ASSERT_NE(world, nullptr);
-        ASSERT_EQ(coll_comm_split(world, 0, rank, &twin), COLL_SUCCESS) << coll_get_last_error(world);
+        const auto [world, twin] = world_and_twin(rank, n, id);
+        ASSERT_NE(twin, nullptr);
         std::vector<int32_t> x(100003, rank + 1), y(100003, 10 * (rank + 1));
         ASSERT_EQ(coll_group_start(), COLL_SUCCESS);
         for (coll_comm_t c : rank == 0 ? std::vector{world, twin} : std::vector{twin, world}) {
@@ -173,9 +184,8 @@ TEST(Group, APartRefusedAtTheEndRunsNoOtherPart) {
   run_ranks(
       2,
       [](int rank, int n, const coll_unique_id_t& id) {
-        coll_comm_t world = init_or_die(rank, n, id), twin = nullptr;
-        ASSERT_NE(world, nullptr);
-        ASSERT_EQ(coll_comm_split(world, 0, rank, &twin), COLL_SUCCESS) << coll_get_last_error(world);
+        const auto [world, twin] = world_and_twin(rank, n, id);
+        ASSERT_NE(twin, nullptr);
         int32_t x = rank == 0 ? 1 : 10, alone = 5;
         if (rank == 0) {
           ASSERT_EQ(coll_group_start(), COLL_SUCCESS);

@@ -9,23 +9,25 @@
 
 namespace coll::testing {
 
-inline int entries(const char* dir) {
-  int n = 0;
+// `f(name)` for each entry of `dir` but . and ..
+template <typename F>
+void each_entry(const char* dir, F f) {
   if (DIR* d = opendir(dir)) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') f(e->d_name);
     closedir(d);
   }
+}
+inline int entries(const char* dir) {
+  int n = 0;
+  each_entry(dir, [&n](const char*) { ++n; });
   return n;
 }
 inline int open_fds() { return entries("/proc/self/fd") - 1; }  // less the one opendir holds
 inline int threads() { return entries("/proc/self/task"); }
 inline int highest_fd() {
   int highest = -1;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') highest = std::max(highest, std::atoi(e->d_name));
-    closedir(d);
-  }
+  each_entry("/proc/self/fd", [&highest](const char* name) { highest = std::max(highest, std::atoi(name)); });
   return highest;
 }
 

@@ -368,12 +368,9 @@ class ChildStore {
   [[noreturn]] void serve(int spare) {
     StoreServer* server = StoreServer::start(net::SockAddr::parse("127.0.0.1:0", "test"), id_.secret);
     const auto port = static_cast<uint16_t>(server->address().port());
-    {
-      UniqueId here = id_;
-      here.store_address = server->address().to_string();
-      const Deadline deadline = Deadline::after_ms(10000);
-      StoreClient(here, deadline, kStoreClientIdentity).set("serving", "1", deadline);
-    }
+    id_.store_address = server->address().to_string();  // the child's copy
+    const Deadline deadline = Deadline::after_ms(10000);
+    StoreClient(id_, deadline, kStoreClientIdentity).set("serving", "1", deadline);
     if (spare >= 0) {
       rlimit limit{};
       getrlimit(RLIMIT_NOFILE, &limit);
