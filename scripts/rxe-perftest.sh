@@ -5,7 +5,7 @@
 # at 1 and 4 MiB (put, 16 in flight), alternating, ROUNDS times. Prints
 # both tables and the ratios (coll's bandwidth over perftest's; coll's
 # typical latency over perftest's). On a real fabric, run the same two
-# programs by hand (README, "InfiniBand and RoCE").
+# programs by hand (docs/TRANSPORTS.md, "InfiniBand and RoCE (verbs)").
 #
 #   scripts/rxe-perftest.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
