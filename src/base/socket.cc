@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,6 +160,14 @@ SockAddr choose_interface(std::string* ifname) {
   return chosen;
 }
 
+bool out_of_descriptors(int error) { return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM; }
+
+std::string descriptor_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "see ulimit -n";
+  return str_cat("the process's limit is ", limit.rlim_cur, " open files, ulimit -n");
+}
+
 void set_nonblocking(int fd) {
   int flags = fcntl(fd, F_GETFL, 0);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
@@ -246,7 +255,8 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
       set_nodelay(fd.get());
       return fd;
     }
-    if (err == ECONNREFUSED && refused == Refused::kFail) fail(Code::kRemote, what, " refused the connection");
+    if (err == ECONNREFUSED && refused == Refused::kFail)
+      fail(Code::kRemote, what, " refused the connection (nothing listens there any more: its process has ended)");
     // The peer may not be listening yet (it starts later than we do): retry.
     bool retry =
         err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ECONNRESET;

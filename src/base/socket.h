@@ -91,6 +91,13 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
 // gone). Accepted, unreachable or no answer within wait_ms are all false.
 bool refuses_connections(const SockAddr& addr, int wait_ms);
 
+// True for the errors of accept() that mean this process or host is out of
+// descriptors or buffers (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection
+// stays in the backlog and the listener stays readable.
+bool out_of_descriptors(int error);
+// "the process's limit is N open files (ulimit -n)", for their messages.
+std::string descriptor_limit();
+
 void set_nonblocking(int fd);
 void set_nodelay(int fd);
 // Keep-alive probes on an idle connection: a peer whose node is gone (power,

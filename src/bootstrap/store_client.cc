@@ -101,6 +101,14 @@ std::string StoreClient::get(const std::string& key, const Deadline& deadline, c
   }
 }
 
+bool StoreClient::has(const std::string& key, const Deadline& deadline) {
+  const int64_t hold = 0;
+  bool absent = false;
+  request(static_cast<uint32_t>(StoreOp::kWait), key, std::string(reinterpret_cast<const char*>(&hold), sizeof(hold)),
+          deadline, "", &absent);
+  return !absent;
+}
+
 int64_t StoreClient::add(const std::string& key, int64_t delta, const Deadline& deadline) {
   std::string value(reinterpret_cast<const char*>(&delta), sizeof(delta));
   std::string sum = request(static_cast<uint32_t>(StoreOp::kAdd), key, value, deadline, "");

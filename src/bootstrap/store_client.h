@@ -37,6 +37,8 @@ class StoreClient {
   // missing: true ends the wait with kRemote, as the key will never come.
   std::string get(const std::string& key, const Deadline& deadline, const std::string& waiting_for,
                   const std::function<bool()>& writer_gone);
+  // Whether the key exists now (a WAIT held for no time).
+  bool has(const std::string& key, const Deadline& deadline);
   int64_t add(const std::string& key, int64_t delta, const Deadline& deadline);
   // Best effort: the store may already be gone.
   void bye(int nranks) noexcept;

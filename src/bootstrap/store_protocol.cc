@@ -6,6 +6,8 @@
 
 namespace coll::bootstrap {
 
+std::string gone_key(uint32_t identity) { return "gone/" + std::to_string(identity); }
+
 std::string validate_request(const StoreRequestHeader& h) {
   if (h.op < static_cast<uint32_t>(StoreOp::kSet) || h.op > static_cast<uint32_t>(StoreOp::kWait))
     return str_cat("unknown op ", h.op);

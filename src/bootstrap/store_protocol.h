@@ -38,6 +38,11 @@ constexpr uint64_t kMaxValueBytes = 16u << 20;
 constexpr const char* kStorePurpose = "store";
 constexpr uint32_t kStoreClientIdentity = 0xffffffffu;  // a client that is not a rank's first communicator
 
+// The key the store itself sets (to "") when the connection of rank
+// `identity`'s first communicator closes without a goodbye: that rank has
+// left the job (failed or died), and a key it never wrote will not come.
+std::string gone_key(uint32_t identity);
+
 // Checks a request header from the wire; returns an empty string when it is
 // acceptable, else why not.
 std::string validate_request(const StoreRequestHeader& header);

@@ -251,10 +251,10 @@ void StoreServer::accept_connections() {
 // Out of descriptors (or memory) the connection stays in the backlog and
 // the listener stays readable: without a pause the loop would spin on it.
 void StoreServer::out_of_resources(int error) {
-  if (error != EMFILE && error != ENFILE && error != ENOBUFS && error != ENOMEM) return;
+  if (!net::out_of_descriptors(error)) return;
   if (!warned_out_of_resources_)
-    log::warn(log::kBoot, "bootstrap store: cannot accept a connection: ", std::strerror(error),
-              " (raise the process's descriptor limit, ulimit -n); trying again every ", kAcceptPauseMs, " ms");
+    log::warn(log::kBoot, "bootstrap store: cannot accept a connection: ", std::strerror(error), " (",
+              net::descriptor_limit(), ": raise it); trying again every ", kAcceptPauseMs, " ms");
   warned_out_of_resources_ = true;
   pause_accepting(std::chrono::steady_clock::now() + std::chrono::milliseconds(kAcceptPauseMs));
 }
@@ -540,12 +540,16 @@ void StoreServer::close_conn(int fd, const std::string& why) {
   if (!why.empty()) log::warn(log::kBoot, "bootstrap store: closing connection from ", it->second->peer, ": ", why);
   const Conn& c = *it->second;
   if (!c.authenticated) --strangers_;
-  if (c.authenticated && c.identity != kStoreClientIdentity && !c.said_bye) {
-    ++gone_;
-    log::info(log::kBoot, "bootstrap store: rank ", c.identity, " left without a goodbye (did it die?)");
-  }
+  const bool left = c.authenticated && c.identity != kStoreClientIdentity && !c.said_bye;
+  const uint32_t identity = c.identity;
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
   conns_.erase(it);
+  if (left) {
+    ++gone_;
+    log::info(log::kBoot, "bootstrap store: rank ", identity, " left without a goodbye (did it die?)");
+    data_[gone_key(identity)] = "";
+    serve_waiters(gone_key(identity));
+  }
 }
 
 // Silent strangers must not hold a slot forever.

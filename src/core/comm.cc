@@ -38,6 +38,19 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   FlightRecorder::install_signal_handler();
   timeout_ms_ = timeout_ms > 0 ? timeout_ms : config::get_int("COLL_TIMEOUT_MS");
   if (timeout_ms_ <= 0) fail(Code::kInvalidArgument, "COLL_TIMEOUT_MS=", timeout_ms_, " must be positive");
+  // Joined first: a rank that fails from here on (a bad setting, out of
+  // descriptors) leaves the store without a goodbye, which its peers see at
+  // once (gone_key), not at their init timeout.
+  Deadline deadline = init_timeout_ms > 0 ? Deadline::after_ms(init_timeout_ms, nullptr, "COLL_INIT_TIMEOUT_MS")
+                                          : Deadline::after_ms(timeout_ms_);
+  const std::string store_address = id.store_address;
+  store_ = std::make_unique<bootstrap::StoreClient>(
+      id, deadline, prefix_.empty() ? static_cast<uint32_t>(rank_) : bootstrap::kStoreClientIdentity,
+      store == Store::kRunning ? net::Refused::kFail : net::Refused::kRetry,
+      store == Store::kRunning ? std::function<bool()>([store_address] {
+        return net::refuses_connections(net::SockAddr::parse(store_address, "store address"), 200);
+      })
+                               : std::function<bool()>());
   if (!config::get_string("COLL_CHUNK_BYTES").empty()) {
     int64_t chunk = config::get_int("COLL_CHUNK_BYTES");
     if (chunk < 64 || chunk > (int64_t{1} << 30))
@@ -51,24 +64,13 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   staging_bytes_ = static_cast<size_t>(staging);
   stage_host_buffers_ = config::get_bool("COLL_STAGE_HOST_BUFFERS");
   // A bad COLL_TOPO_FILE, COLL_TRANSPORTS or COLL_TUNING_FILE is this
-  // rank's own mistake: report it before joining, or peers see our early
-  // exit as a remote error.
+  // rank's own mistake: reported before the address is published.
   if (prefix_.empty()) topo::node_topology();
   transport_ = std::make_unique<Router>(
       rank_, transport::make_transports(
                  {rank_, nranks_, id.secret, transport::job_tag(id.secret, prefix_), transport::host_id()}));
   selector_ =
       std::make_unique<algo::Selector>(config::get_string("COLL_ALGO"), link_models(transport_->all_capabilities()));
-  Deadline deadline = init_timeout_ms > 0 ? Deadline::after_ms(init_timeout_ms, nullptr, "COLL_INIT_TIMEOUT_MS")
-                                          : Deadline::after_ms(timeout_ms_);
-  const std::string store_address = id.store_address;
-  store_ = std::make_unique<bootstrap::StoreClient>(
-      id, deadline, prefix_.empty() ? static_cast<uint32_t>(rank_) : bootstrap::kStoreClientIdentity,
-      store == Store::kRunning ? net::Refused::kFail : net::Refused::kRetry,
-      store == Store::kRunning ? std::function<bool()>([store_address] {
-        return net::refuses_connections(net::SockAddr::parse(store_address, "store address"), 200);
-      })
-                               : std::function<bool()>());
   // A peer's standby socket refusing means it is gone (meeting.cc). Asked
   // from the worker's thread too, so it reads only the fixed addresses.
   pairs_ = std::make_unique<StorePairExchange>(*store_, prefix_, rank_, timeout_ms_, [this](int r) {
@@ -89,8 +91,12 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   for (int r = 0; r < nranks_; ++r) {
     const std::string key = str_cat(prefix_, "addr/", r),
                       waiting_for = str_cat("rank ", r, " of ", nranks_, " to join");
-    const std::string both = known_gone ? store_->get(key, deadline, waiting_for, [&] { return known_gone(r); })
-                                        : store_->get(key, deadline, waiting_for);
+    // A rank's first communicator that failed or died before publishing
+    // its address: the store marks it gone (splits are not its ranks).
+    const std::string both = store_->get(key, deadline, waiting_for, [&] {
+      return (known_gone && known_gone(r)) ||
+             (prefix_.empty() && store_->has(bootstrap::gone_key(static_cast<uint32_t>(r)), deadline));
+    });
     const size_t cut = both.find(kSeparator);
     if (cut == std::string::npos) fail(Code::kRemote, "rank ", rank_, ": rank ", r, " published a malformed address");
     addresses_[static_cast<size_t>(r)] = both.substr(0, cut);

@@ -4,8 +4,11 @@
 #include "bootstrap/unique_id.h"
 #include "support/handshake.h"
 #include "support/multirank.h"
+#include "support/proc_self.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -142,6 +145,66 @@ TEST(Bootstrap, InitWaitsLongerThanAShortOperationTimeout) {
         EXPECT_NE(std::string(coll_get_last_error(nullptr)).find("init_timeout_ms"), std::string::npos);
       },
       RankOptions{.limit_s = 60, .env = {{"COLL_TIMEOUT_MS", "500"}}});
+}
+
+// Rank 1 has `spare` descriptors free; over tcp it must reach the store,
+// connect to rank 0 and accept rank 2. Wherever its init runs out, it
+// fails at once saying so (before, out of descriptors while accepting, it
+// spun until its timeout and then blamed rank 2), and so do its peers,
+// unless it never reached the store (then nobody can know it failed).
+// True when init succeeded.
+bool init_with_spare_descriptors(int spare) {
+  constexpr int kInitTimeoutMs = 4000;
+  Handshake done;  // rank 0 hosts the store: it stays until the others are done
+  const std::string files = "/tmp/coll-test-spare." + std::to_string(getpid());
+  const std::string joined = files + ".joined", unreached = files + ".no-store";
+  run_ranks(
+      3,
+      [&](int rank, int nranks, const coll_unique_id_t& id) {
+        if (rank == 1) {
+          const int highest = highest_fd();  // the holes below it filled: only `spare` are free
+          for (int fd = open("/dev/null", O_RDONLY); fd >= 0 && fd < highest; fd = open("/dev/null", O_RDONLY)) {
+          }
+          rlimit limit{};
+          getrlimit(RLIMIT_NOFILE, &limit);
+          limit.rlim_cur = static_cast<rlim_t>(highest_fd() + 1 + spare);
+          ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0);
+        }
+        auto start = std::chrono::steady_clock::now();
+        coll_comm_t comm = nullptr;
+        coll_result_t r = coll_comm_init_rank(&comm, nranks, id, rank);
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        const std::string message = coll_get_last_error(nullptr);
+        if (r == COLL_SUCCESS) {
+          EXPECT_TRUE(allreduce_ok(comm, nranks));
+          coll_comm_destroy(comm);
+          if (rank == 1) fclose(fopen(joined.c_str(), "w"));
+        } else if (rank == 1) {
+          EXPECT_NE(message.find("open files"), std::string::npos) << spare << " spare: " << message;
+          EXPECT_LT(ms, kInitTimeoutMs / 2.0) << spare << " spare: " << message;
+          if (message.find("bootstrap store") != std::string::npos) fclose(fopen(unreached.c_str(), "w"));
+        } else {
+          EXPECT_TRUE(ms < kInitTimeoutMs / 2.0 || access(unreached.c_str(), F_OK) == 0)
+              << spare << " spare, rank " << rank << ": " << message;
+        }
+        if (rank == 0)
+          EXPECT_TRUE(done.wait_for(2));
+        else
+          done.arrive();
+      },
+      RankOptions{.limit_s = 60,
+                  .env = {{"COLL_TRANSPORTS", "tcp"}, {"COLL_INIT_TIMEOUT_MS", std::to_string(kInitTimeoutMs)}}});
+  const bool ok = access(joined.c_str(), F_OK) == 0;
+  unlink(joined.c_str());
+  unlink(unreached.c_str());
+  return ok;
+}
+
+TEST(Bootstrap, OutOfDescriptorsInitFailsAtOnceSayingSo) {
+  int spare = 0;
+  while (spare < 64 && !init_with_spare_descriptors(spare) && !::testing::Test::HasFailure()) ++spare;
+  EXPECT_LT(spare, 64) << "init never succeeded";
+  EXPECT_GT(spare, 2) << "init needs more descriptors than that";
 }
 
 TEST(Bootstrap, AnUninitialisedIdIsAnInvalidArgument) {

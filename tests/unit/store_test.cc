@@ -157,6 +157,31 @@ TEST(Store, EndsWhenEveryRankSaidGoodbyeOrDied) {
   EXPECT_TRUE(server->finished());
 }
 
+// A rank that leaves without a goodbye is marked gone (gone_key), and a
+// wait for the mark ends as it is set; a goodbye, a split's connection or a
+// stranger marks nothing.
+TEST(Store, ARankLeavingWithoutAGoodbyeIsMarkedGone) {
+  UniqueId id = start_store();
+  auto deadline = Deadline::after_ms(5000);
+  StoreClient watcher(id, deadline, 0);
+  auto rank1 = std::make_unique<StoreClient>(id, deadline, 1);
+  auto rank2 = std::make_unique<StoreClient>(id, deadline, 2);
+  auto split = std::make_unique<StoreClient>(id, deadline, kStoreClientIdentity);
+  std::thread leaving([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    rank2->bye(3);
+    rank2.reset();
+    split.reset();
+    rank1.reset();
+  });
+  EXPECT_EQ(watcher.get(gone_key(1), deadline, "rank 1 to leave"), "");
+  leaving.join();
+  EXPECT_TRUE(watcher.has(gone_key(1), deadline));
+  EXPECT_FALSE(watcher.has(gone_key(2), deadline));
+  EXPECT_FALSE(watcher.has(gone_key(kStoreClientIdentity), deadline));
+  EXPECT_FALSE(watcher.has(gone_key(0), deadline));
+}
+
 // stop() wakes the serving thread: a store stopped while it waits for its
 // clients (a failed join's, or at exit) ends at once, not at its wait's
 // 500 ms end. Stopped right after it served a request, when that wait has

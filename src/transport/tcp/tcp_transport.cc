@@ -112,7 +112,9 @@ void TcpTransport::connect_to_lower(int peer, const std::string& address, const 
                                     const Deadline& deadline) {
   std::string what = str_cat("rank ", peer, " (", describe(address), ")");
   net::SockAddr addr = net::SockAddr::parse(socket_part(address), "peer address");
-  net::Fd fd = net::connect_to(addr, deadline, what);
+  // Its listener was up before it published the address: a refusal means
+  // its process has ended (or closed its communicator), not that it is late.
+  net::Fd fd = net::connect_to(addr, deadline, what, net::Refused::kFail);
   fd.parents_only();
   auth::client_handshake(fd.get(), secret_, purpose_for(peer, token), static_cast<uint32_t>(rank_), deadline, what);
   add_pair(peer, std::move(fd), describe(address));
@@ -181,7 +183,7 @@ void TcpTransport::greet_newcomers() {
     socklen_t len = sizeof(g.from.storage);
     g.fd = net::Fd(
         accept4(listener_.get(), reinterpret_cast<sockaddr*>(&g.from.storage), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!g.fd.valid()) return;
+    if (!g.fd.valid()) return out_of_descriptors(errno);
     g.fd.parents_only();
     g.from.length = len;
     g.nonce = auth::random_nonce();
@@ -193,6 +195,14 @@ void TcpTransport::greet_newcomers() {
     }
     greeted_.push_back(std::move(g));
   }
+}
+
+// Out of descriptors the connection stays in the backlog and the listener
+// readable: waiting would spin until the timeout, and then blame the peer.
+void TcpTransport::out_of_descriptors(int error) {
+  if (!net::out_of_descriptors(error)) return;
+  fail(Code::kSystem, "rank ", rank_, ": tcp cannot accept a peer's connection: ", std::strerror(error), " (",
+       net::descriptor_limit(), "; a rank holds one connection to each peer over tcp): raise the limit");
 }
 
 // Reads what the newcomer sent. True when it is done with: a rank that

@@ -62,6 +62,7 @@ class TcpTransport final : public Transport {
                           PairExchange& pairs, const Deadline& deadline);
   void hear_newcomers(int timeout_ms, bool accept);
   void greet_newcomers();
+  void out_of_descriptors(int error);
   bool hear_out(Greeted& g);
   bool drop(const Greeted& g, const std::string& why);
   void add_pair(int peer, net::Fd fd, const std::string& address);
