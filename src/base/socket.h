@@ -95,7 +95,7 @@ bool refuses_connections(const SockAddr& addr, int wait_ms);
 // descriptors or buffers (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection
 // stays in the backlog and the listener stays readable.
 bool out_of_descriptors(int error);
-// "the process's limit is N open files (ulimit -n)", for their messages.
+// "the process's limit is N open files, ulimit -n", for their messages.
 std::string descriptor_limit();
 
 void set_nonblocking(int fd);
