@@ -2,10 +2,15 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace coll::fork_release {
@@ -38,6 +43,15 @@ void in_child() {
   list_mutex().unlock();
 }
 
+// Under the lock.
+void take_off(int fd) {
+  auto& fds = list();
+  if (auto it = std::find(fds.begin(), fds.end(), fd); it != fds.end()) {
+    *it = fds.back();
+    fds.pop_back();
+  }
+}
+
 }  // namespace
 
 void add(int fd) {
@@ -47,13 +61,26 @@ void add(int fd) {
   list().push_back(fd);
 }
 
+void forget(int fd) {
+  std::lock_guard<std::mutex> lock(list_mutex());
+  take_off(fd);
+}
+
+void keep_mappings(const char* prefix) {
+  std::ifstream maps("/proc/self/maps");
+  const std::string wanted(prefix);
+  for (std::string line; std::getline(maps, line);) {
+    const size_t path = line.find('/');
+    if (path == std::string::npos || line.compare(path, wanted.size(), wanted) != 0) continue;
+    uintptr_t start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &start, &end) != 2) continue;
+    madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTFORK);
+  }
+}
+
 void close(int fd) {
   std::lock_guard<std::mutex> lock(list_mutex());
-  auto& fds = list();
-  if (auto it = std::find(fds.begin(), fds.end(), fd); it != fds.end()) {
-    *it = fds.back();
-    fds.pop_back();
-  }
+  take_off(fd);
   ::close(fd);
 }
 

@@ -14,5 +14,12 @@ void add(int fd);
 // Takes `fd` off and closes it, under the lock a fork waits for: a fork
 // between the two would leave the child a live copy.
 void close(int fd);
+// Takes `fd` off without closing it, before its owner (a library) does.
+void forget(int fd);
+// The mappings of files whose path begins with `prefix` (a verbs device's
+// queues and doorbells, which a library mapped) are left out of children
+// (MADV_DONTFORK): through them a child would keep the file open as a
+// descriptor does. Called after each mapping is made.
+void keep_mappings(const char* prefix);
 
 }  // namespace coll::fork_release

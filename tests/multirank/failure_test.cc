@@ -4,6 +4,7 @@
 #include "support/clock.h"
 #include "support/handshake.h"
 #include "support/multirank.h"
+#include "support/transports.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -228,7 +229,7 @@ TEST_P(ForkedChild, ARankKilledWhileItsChildLivesIsFoundGone) {
       Destroy::kAnyResult);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, ForkedChild, ::testing::Values("tcp", "shm"),
+INSTANTIATE_TEST_SUITE_P(Transports, ForkedChild, ::testing::ValuesIn(runnable({"tcp", "shm", "ib"})),
                          [](const auto& info) { return std::string(info.param); });
 
 // Over nvlink (emulated), rank 2 finishes, destroys its communicator and

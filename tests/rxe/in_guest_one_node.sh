@@ -23,6 +23,7 @@ step "the verbs device as coll sees it" "$build/tools/colldiag" --ib
 step "conformance suite over ib" gtest transport_test 'Transports/Conformance.*/ib'
 step "allreduce matrix over ib" gtest allreduce_test 'Ib/AllreduceMatrix.*'
 step "kill -9 trials over ib" gtest fault_test 'Transports/KillNine.*/ib'
+step "a killed rank's forked child over ib" gtest failure_test 'Transports/ForkedChild.*/ib'
 step "GID choice on real tables" bash "$src/tests/rxe/gid_cases.sh" "$build"
 # Last: these take the link down and change addresses.
 step "provoked failures" env COLLTEST_LINK_CONTROL=1 "$build/tests/ib_test" --gtest_brief=1

@@ -2,6 +2,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/fork_release.h"
 #include "base/log.h"
 #include "transport/ib/hca.h"
 #include "transport/roce/gid.h"
@@ -156,6 +157,13 @@ Device::Device(const Verbs& verbs, const PortInfo& port) : verbs_(verbs), port_(
   choose_gid();
   const int flags = fcntl(context_->async_fd, F_GETFL);
   fcntl(context_->async_fd, F_SETFL, flags | O_NONBLOCK);
+  // A child forked without exec must hold nothing of the device: through
+  // its descriptors or mappings the context, and so this rank's queue
+  // pairs, would outlive a killed rank, and its peers' keep-alives would
+  // still be answered.
+  fork_release::add(context_->cmd_fd);
+  fork_release::add(context_->async_fd);
+  fork_release::keep_mappings(kDeviceFiles);
   events_ = std::thread([this] { read_events(); });
 }
 
@@ -163,7 +171,11 @@ Device::~Device() {
   stop_ = true;
   if (events_.joinable()) events_.join();
   if (pd_ != nullptr) verbs_.dealloc_pd(pd_);
-  if (context_ != nullptr) verbs_.close_device(context_);
+  if (context_ != nullptr) {
+    fork_release::forget(context_->cmd_fd);
+    fork_release::forget(context_->async_fd);
+    verbs_.close_device(context_);
+  }
 }
 
 // The table as sysfs shows it, or, where sysfs cannot be read (some

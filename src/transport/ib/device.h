@@ -17,6 +17,9 @@
 
 namespace coll::transport::ib {
 
+// Where a verbs device's files are (its mappings are named by them).
+constexpr const char* kDeviceFiles = "/dev/infiniband/";
+
 // A port's attributes as the device reported them: what the QP attributes
 // are made from (qp_attrs.h), and what tests record.
 struct PortInfo {
