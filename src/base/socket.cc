@@ -256,7 +256,9 @@ Fd connect_to(const SockAddr& addr, const Deadline& deadline, const std::string&
       return fd;
     }
     if (err == ECONNREFUSED && refused == Refused::kFail)
-      fail(Code::kRemote, what, " refused the connection (nothing listens there any more: its process has ended)");
+      fail(Code::kRemote, what,
+           " refused the connection (nothing listens there: its process or communicator has ended, or the address is"
+           " not that rank's: check COLL_SOCKET_IFNAME)");
     // The peer may not be listening yet (it starts later than we do): retry.
     bool retry =
         err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ECONNRESET;

@@ -369,6 +369,8 @@ bool StoreServer::authenticate(Conn& c, std::string* why) {
   c.authenticated = true;
   --strangers_;
   c.identity = hello.identity;
+  // A rank that comes again (its init retried with the same id) is not gone.
+  if (c.identity != kStoreClientIdentity) data_.erase(gone_key(c.identity));
   return true;
 }
 
@@ -408,6 +410,8 @@ void StoreServer::on_set(Conn& c, const std::string& key, const std::string& val
 void StoreServer::on_get(Conn& c, const std::string& key, std::chrono::steady_clock::time_point until) {
   if (data_.count(key)) {
     c.out += reply(0, data_[key]);
+  } else if (until <= std::chrono::steady_clock::now()) {  // a look (StoreClient::has): not a waiter
+    c.out += reply(kAbsent, "");
   } else {
     c.waiting_key = key;
     c.waiting_until = until;

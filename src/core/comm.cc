@@ -38,19 +38,6 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   FlightRecorder::install_signal_handler();
   timeout_ms_ = timeout_ms > 0 ? timeout_ms : config::get_int("COLL_TIMEOUT_MS");
   if (timeout_ms_ <= 0) fail(Code::kInvalidArgument, "COLL_TIMEOUT_MS=", timeout_ms_, " must be positive");
-  // Joined first: a rank that fails from here on (a bad setting, out of
-  // descriptors) leaves the store without a goodbye, which its peers see at
-  // once (gone_key), not at their init timeout.
-  Deadline deadline = init_timeout_ms > 0 ? Deadline::after_ms(init_timeout_ms, nullptr, "COLL_INIT_TIMEOUT_MS")
-                                          : Deadline::after_ms(timeout_ms_);
-  const std::string store_address = id.store_address;
-  store_ = std::make_unique<bootstrap::StoreClient>(
-      id, deadline, prefix_.empty() ? static_cast<uint32_t>(rank_) : bootstrap::kStoreClientIdentity,
-      store == Store::kRunning ? net::Refused::kFail : net::Refused::kRetry,
-      store == Store::kRunning ? std::function<bool()>([store_address] {
-        return net::refuses_connections(net::SockAddr::parse(store_address, "store address"), 200);
-      })
-                               : std::function<bool()>());
   if (!config::get_string("COLL_CHUNK_BYTES").empty()) {
     int64_t chunk = config::get_int("COLL_CHUNK_BYTES");
     if (chunk < 64 || chunk > (int64_t{1} << 30))
@@ -64,13 +51,29 @@ Communicator::Communicator(int nranks, const bootstrap::UniqueId& id, int rank, 
   staging_bytes_ = static_cast<size_t>(staging);
   stage_host_buffers_ = config::get_bool("COLL_STAGE_HOST_BUFFERS");
   // A bad COLL_TOPO_FILE, COLL_TRANSPORTS or COLL_TUNING_FILE is this
-  // rank's own mistake: reported before the address is published.
+  // rank's own mistake: report it before joining, or peers see our early
+  // exit as a remote error.
   if (prefix_.empty()) topo::node_topology();
   transport_ = std::make_unique<Router>(
       rank_, transport::make_transports(
                  {rank_, nranks_, id.secret, transport::job_tag(id.secret, prefix_), transport::host_id()}));
   selector_ =
       std::make_unique<algo::Selector>(config::get_string("COLL_ALGO"), link_models(transport_->all_capabilities()));
+  // Joined after the settings are checked: where every rank has the same
+  // bad one, rank 0 (the store's host) may have failed and exited before
+  // another reaches its store, which that rank would wait for until its
+  // timeout. A rank that fails from here on leaves the store without a
+  // goodbye, which its peers see at once (gone_key).
+  Deadline deadline = init_timeout_ms > 0 ? Deadline::after_ms(init_timeout_ms, nullptr, "COLL_INIT_TIMEOUT_MS")
+                                          : Deadline::after_ms(timeout_ms_);
+  const std::string store_address = id.store_address;
+  store_ = std::make_unique<bootstrap::StoreClient>(
+      id, deadline, prefix_.empty() ? static_cast<uint32_t>(rank_) : bootstrap::kStoreClientIdentity,
+      store == Store::kRunning ? net::Refused::kFail : net::Refused::kRetry,
+      store == Store::kRunning ? std::function<bool()>([store_address] {
+        return net::refuses_connections(net::SockAddr::parse(store_address, "store address"), 200);
+      })
+                               : std::function<bool()>());
   // A peer's standby socket refusing means it is gone (meeting.cc). Asked
   // from the worker's thread too, so it reads only the fixed addresses.
   pairs_ = std::make_unique<StorePairExchange>(*store_, prefix_, rank_, timeout_ms_, [this](int r) {

@@ -158,8 +158,8 @@ TEST(Store, EndsWhenEveryRankSaidGoodbyeOrDied) {
 }
 
 // A rank that leaves without a goodbye is marked gone (gone_key), and a
-// wait for the mark ends as it is set; a goodbye, a split's connection or a
-// stranger marks nothing.
+// wait for the mark ends as it is set; a goodbye or a split's connection
+// marks nothing; the rank coming again clears it.
 TEST(Store, ARankLeavingWithoutAGoodbyeIsMarkedGone) {
   UniqueId id = start_store();
   auto deadline = Deadline::after_ms(5000);
@@ -180,6 +180,8 @@ TEST(Store, ARankLeavingWithoutAGoodbyeIsMarkedGone) {
   EXPECT_FALSE(watcher.has(gone_key(2), deadline));
   EXPECT_FALSE(watcher.has(gone_key(kStoreClientIdentity), deadline));
   EXPECT_FALSE(watcher.has(gone_key(0), deadline));
+  StoreClient again(id, deadline, 1);  // its init retried with the same id
+  EXPECT_FALSE(watcher.has(gone_key(1), deadline));
 }
 
 // stop() wakes the serving thread: a store stopped while it waits for its

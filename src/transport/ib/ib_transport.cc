@@ -2,6 +2,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/fork_release.h"
 #include "base/log.h"
 #include "topology/load.h"
 #include "topology/paths.h"
@@ -142,6 +143,7 @@ void IbTransport::connect(const std::vector<int>& peers, const std::vector<std::
                                           qps_per_conn_, settings_);
     exchange.publish(peer, pairs_[peer]->local_end().serialize());
   }
+  if (!fresh.empty()) fork_release::keep_mappings(kDeviceFiles);  // their queues, just mapped (device.cc)
   for (int peer : fresh) {
     const std::string from = str_cat("rank ", peer);
     pairs_[peer]->connect(PairEnd::parse(exchange.fetch(peer, deadline), from));

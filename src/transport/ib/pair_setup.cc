@@ -4,7 +4,6 @@
 #include "transport/ib/pair.h"
 
 #include "base/error.h"
-#include "base/fork_release.h"
 #include "base/log.h"
 #include "transport/ib/pair_wire.h"
 
@@ -74,7 +73,6 @@ Pair::Pair(PairHost& host, int self, int peer, std::string peer_host, int nqps, 
       if (ib::post_recv(qp, &wr, &bad) != 0) fail_errno(Code::kSystem, errno, "ib: posting receives", "ibv_post_recv");
     }
   }
-  fork_release::keep_mappings(kDeviceFiles);  // the queues just mapped (device.h)
   last_heard_ = std::chrono::steady_clock::now();
 }
 

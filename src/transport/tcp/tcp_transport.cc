@@ -201,8 +201,12 @@ void TcpTransport::greet_newcomers() {
 // readable: waiting would spin until the timeout, and then blame the peer.
 void TcpTransport::out_of_descriptors(int error) {
   if (!net::out_of_descriptors(error)) return;
-  fail(Code::kSystem, "rank ", rank_, ": tcp cannot accept a peer's connection: ", std::strerror(error), " (",
-       net::descriptor_limit(), "; a rank holds one connection to each peer over tcp): raise the limit");
+  const std::string advice =
+      error == EMFILE
+          ? str_cat(net::descriptor_limit(), "; a rank holds one connection to each peer over tcp): raise it")
+      : error == ENFILE ? std::string("the system's limit, fs.file-max): raise it or end what holds them")
+                        : std::string("the kernel is out of memory for sockets)");
+  fail(Code::kSystem, "rank ", rank_, ": tcp cannot accept a peer's connection: ", std::strerror(error), " (", advice);
 }
 
 // Reads what the newcomer sent. True when it is done with: a rank that
