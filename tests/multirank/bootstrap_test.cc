@@ -20,6 +20,19 @@
 namespace coll::testing {
 namespace {
 
+// A sanitizer's runtime needs descriptors of its own (UBSan checks an
+// object's type through a pipe): out of them, it reports its own failure.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define COLL_UNDER_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(COLL_UNDER_SANITIZER)
+constexpr bool kUnderSanitizer = true;
+#else
+constexpr bool kUnderSanitizer = false;
+#endif
+
 bool allreduce_ok(coll_comm_t comm, int nranks) {
   std::vector<int32_t> v(33, 1);
   if (coll_allreduce(v.data(), v.data(), v.size(), COLL_INT32, COLL_SUM, comm, nullptr) != COLL_SUCCESS) return false;
@@ -205,6 +218,7 @@ bool init_with_spare_descriptors(int spare, bool* marked_gone) {
 }
 
 TEST(Bootstrap, OutOfDescriptorsInitFailsAtOnceSayingSo) {
+  if (kUnderSanitizer) GTEST_SKIP() << "a sanitizer's runtime fails on its own without spare descriptors";
   int spare = 0;
   bool marked_gone = false;
   while (spare < 64 && !init_with_spare_descriptors(spare, &marked_gone) && !::testing::Test::HasFailure()) ++spare;
