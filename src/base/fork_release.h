@@ -19,7 +19,8 @@ void forget(int fd);
 // The mappings of files whose path begins with `prefix` (a verbs device's
 // queues and doorbells, which a library mapped) are left out of children
 // (MADV_DONTFORK): through them a child would keep the file open as a
-// descriptor does. Called after each mapping is made.
+// descriptor does. Called once the mappings are made (ib: after
+// opening the device, and after each connect's queue pairs).
 void keep_mappings(const char* prefix);
 
 }  // namespace coll::fork_release

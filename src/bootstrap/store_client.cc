@@ -87,11 +87,9 @@ std::string StoreClient::get(const std::string& key, const Deadline& deadline, c
                              const std::function<bool()>& writer_gone) {
   Looks looks;
   for (;;) {
-    const int64_t hold = deadline.remaining_ms(looks.until_due_ms(1 << 30));
     bool absent = false;
     std::string value =
-        request(static_cast<uint32_t>(StoreOp::kWait), key,
-                std::string(reinterpret_cast<const char*>(&hold), sizeof(hold)), deadline, waiting_for, &absent);
+        wait(key, deadline.remaining_ms(looks.until_due_ms(1 << 30)), deadline, waiting_for, &absent);
     if (!absent) return value;
     if (deadline.expired())
       fail(Code::kTimeout, "timed out after ", deadline.budget_ms(), " ms (", deadline.setting(), ") waiting for ",
@@ -102,11 +100,16 @@ std::string StoreClient::get(const std::string& key, const Deadline& deadline, c
 }
 
 bool StoreClient::has(const std::string& key, const Deadline& deadline) {
-  const int64_t hold = 0;
   bool absent = false;
-  request(static_cast<uint32_t>(StoreOp::kWait), key, std::string(reinterpret_cast<const char*>(&hold), sizeof(hold)),
-          deadline, "", &absent);
+  wait(key, 0, deadline, "", &absent);
   return !absent;
+}
+
+// A WAIT's value is how long the store may hold it for the key to come.
+std::string StoreClient::wait(const std::string& key, int64_t hold_ms, const Deadline& deadline,
+                              const std::string& waiting_for, bool* absent) {
+  return request(static_cast<uint32_t>(StoreOp::kWait), key,
+                 std::string(reinterpret_cast<const char*>(&hold_ms), sizeof(hold_ms)), deadline, waiting_for, absent);
 }
 
 int64_t StoreClient::add(const std::string& key, int64_t delta, const Deadline& deadline) {
