@@ -10,10 +10,11 @@
 #include <coll/coll.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <functional>
+#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace coll_torch {
@@ -93,13 +94,10 @@ class CollWork : public c10d::Work {
     if (timeout == std::chrono::milliseconds::zero()) {  // torch's kNoTimeout
       future_->wait();
     } else {
-      const auto until = std::chrono::steady_clock::now() + timeout;
-      while (!future_->completed()) {
-        if (std::chrono::steady_clock::now() >= until)
-          C10_THROW_ERROR(DistBackendError, "coll: Work.wait timed out after " + std::to_string(timeout.count()) +
-                                                " ms; the operation goes on (coll's timeout ends it)");
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
+      std::unique_lock<std::mutex> lock(done_mutex_);
+      if (!done_.wait_for(lock, timeout, [this] { return future_->completed(); }))
+        C10_THROW_ERROR(DistBackendError, "coll: Work.wait timed out after " + std::to_string(timeout.count()) +
+                                              " ms; the operation goes on (coll's timeout ends it)");
     }
     if (future_->hasError()) std::rethrow_exception(future_->exception_ptr());
     return true;
@@ -135,6 +133,9 @@ class CollWork : public c10d::Work {
       future_->setError(error_);
     else
       future_->markCompleted(c10::IValue(outputs_));
+    // Under the lock: a waiter has either seen the future complete or is waiting for this.
+    std::lock_guard<std::mutex> lock(done_mutex_);
+    done_.notify_all();
   }
 
  private:
@@ -142,6 +143,8 @@ class CollWork : public c10d::Work {
   std::vector<at::Tensor> inputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::exception_ptr error_;
+  std::mutex done_mutex_;  // wait(timeout) sleeps on done_ until complete()
+  std::condition_variable done_;
 };
 
 }  // namespace coll_torch
