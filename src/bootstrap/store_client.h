@@ -46,10 +46,10 @@ class StoreClient {
   const std::string& address() const { return address_; }
 
  private:
-  // `absent`, when given, is set on a kAbsent reply instead of failing.
   // A WAIT held up to hold_ms for the key; *absent where it did not come.
   std::string wait(const std::string& key, int64_t hold_ms, const Deadline& deadline, const std::string& waiting_for,
                    bool* absent);
+  // `absent`, when given, is set on a kAbsent reply instead of failing.
   std::string request(uint32_t op, const std::string& key, const std::string& value, const Deadline& deadline,
                       const std::string& waiting_for, bool* absent = nullptr);
   void await_greeting(const std::function<bool()>& gone, const Deadline& deadline, const std::string& what);

@@ -49,8 +49,8 @@ TEST(ForkRelease, AChildHoldsNoneOfTheDescriptorsGivenIt) {
   close(hold[0]);
   fork_release::close(data[1]);
   // The parent's end closed, the pipe has no writer while the child lives: end of file, no byte.
-  ASSERT_TRUE(readable(data[0])) << "the child's copy still holds the pipe open";
   char byte = 0;
+  EXPECT_TRUE(readable(data[0])) << "the child's copy still holds the pipe open";
   EXPECT_EQ(read(data[0], &byte, 1), 0) << "the child's write reached the pipe: '" << byte << "'";
   close(hold[1]);
   EXPECT_EQ(exit_status(pid), 0) << "the child's write to its copy (/dev/null) failed";
@@ -62,16 +62,17 @@ TEST(ForkRelease, ADescriptorForgottenOrClosedIsTheChildsAgain) {
   ASSERT_EQ(pipe(forgotten), 0);
   fork_release::add(forgotten[1]);
   fork_release::forget(forgotten[1]);
-  // Closed through the list, then its number reused by a descriptor the list never had.
-  int closed[2];
+  // Closed through the list, then its number given to a pipe's write end that the list never had.
+  int closed[2], reused[2];
   ASSERT_EQ(pipe(closed), 0);
-  fork_release::add(closed[1]);
-  fork_release::close(closed[1]);
-  int reused[2];
   ASSERT_EQ(pipe(reused), 0);
+  const int number = closed[1];
+  fork_release::add(number);
+  fork_release::close(number);
+  ASSERT_EQ(dup2(reused[1], number), number);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
-  if (pid == 0) _exit(write(forgotten[1], "f", 1) == 1 && write(reused[1], "r", 1) == 1 ? 0 : 1);
+  if (pid == 0) _exit(write(forgotten[1], "f", 1) == 1 && write(number, "r", 1) == 1 ? 0 : 1);
   ASSERT_EQ(exit_status(pid), 0);
   char byte = 0;
   ASSERT_TRUE(readable(forgotten[0]));
@@ -80,7 +81,7 @@ TEST(ForkRelease, ADescriptorForgottenOrClosedIsTheChildsAgain) {
   ASSERT_TRUE(readable(reused[0]));
   EXPECT_EQ(read(reused[0], &byte, 1), 1);
   EXPECT_EQ(byte, 'r');
-  for (int fd : {forgotten[0], forgotten[1], closed[0], reused[0], reused[1]}) close(fd);
+  for (int fd : {forgotten[0], forgotten[1], closed[0], reused[0], reused[1], number}) close(fd);
 }
 
 // A page of a new file at `path`, mapped shared; nullptr on failure.
@@ -96,14 +97,19 @@ void* map_file(const std::string& path) {
 bool mapped(void* p) { return msync(p, 4096, MS_ASYNC) == 0 || errno != ENOMEM; }
 
 TEST(ForkRelease, MappingsUnderThePrefixAreLeftOutOfAChild) {
-  char dir[] = "/tmp/coll-fork-release-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string under = std::string(dir) + "/device", beside = std::string(dir) + ".other";
+  char made[] = "/tmp/coll-fork-release-XXXXXX";
+  ASSERT_NE(mkdtemp(made), nullptr);
+  // As /proc/self/maps names it (through any link on the way).
+  char* resolved = realpath(made, nullptr);
+  ASSERT_NE(resolved, nullptr);
+  const std::string dir = resolved;
+  free(resolved);
+  const std::string under = dir + "/device", beside = dir + ".other";
   void* kept = map_file(under);
   void* other = map_file(beside);
   ASSERT_NE(kept, nullptr);
   ASSERT_NE(other, nullptr);
-  fork_release::keep_mappings((std::string(dir) + "/").c_str());
+  fork_release::keep_mappings((dir + "/").c_str());
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) _exit((mapped(kept) ? 1 : 0) | (mapped(other) ? 0 : 2));
@@ -116,7 +122,7 @@ TEST(ForkRelease, MappingsUnderThePrefixAreLeftOutOfAChild) {
   munmap(other, 4096);
   unlink(under.c_str());
   unlink(beside.c_str());
-  rmdir(dir);
+  rmdir(dir.c_str());
 }
 
 }  // namespace
