@@ -3,6 +3,7 @@ for every dtype, against NumPy's results; futures; groups (new_group,
 split_group); errors named as coll names them."""
 import datetime
 import os
+import threading
 import time
 
 import numpy as np
@@ -147,6 +148,26 @@ def test_wait_with_a_timeout_and_results_in_place_for_later_operations():
             dist.barrier()
             assert all(torch.equal(o, torch.full((1 << 12,), float(p))) for p, o in enumerate(outs))
             gather.wait()
+
+    run(2, body)
+
+
+def test_wait_with_a_timeout_returns_before_the_futures_callbacks_run():
+    """As wait() without a timeout does, and torch's own Work: a callback
+    still running (here until the caller lets it go) does not hold it."""
+    def body(r, n):
+        if r == 1:
+            time.sleep(1)  # rank 0's operation is still going when it adds its callback
+            assert dist.all_reduce(torch.ones(4), async_op=True).wait()
+            return
+        let_go, ran = threading.Event(), []
+        work = dist.all_reduce(torch.ones(4), async_op=True)
+        after = work.get_future().then(lambda f: ran.append(let_go.wait(60)))
+        assert work.wait(timeout=datetime.timedelta(seconds=120))
+        assert not ran, "Work.wait(timeout) returned only once the future's callback had run"
+        let_go.set()
+        after.wait()
+        assert ran == [True]
 
     run(2, body)
 

@@ -81,7 +81,16 @@ class CollWork : public c10d::Work {
       : c10d::Work(-1, type),
         outputs_(std::move(outputs)),
         inputs_(std::move(inputs)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+    // The first of the future's callbacks, which run as it completes: wait(timeout) returns before the
+    // users' callbacks have run, as wait() without one does. It runs inside complete(), while the work lives.
+    future_->addCallback(
+        [this](c10::ivalue::Future&) {
+          std::lock_guard<std::mutex> lock(done_mutex_);
+          done_.notify_all();
+        },
+        /*uses_future=*/false);
+  }
 
   bool isCompleted() override { return future_->completed(); }
   bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
@@ -133,9 +142,6 @@ class CollWork : public c10d::Work {
       future_->setError(error_);
     else
       future_->markCompleted(c10::IValue(outputs_));
-    // Under the lock: a waiter has either seen the future complete or is waiting for this.
-    std::lock_guard<std::mutex> lock(done_mutex_);
-    done_.notify_all();
   }
 
  private:
@@ -143,7 +149,9 @@ class CollWork : public c10d::Work {
   std::vector<at::Tensor> inputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::exception_ptr error_;
-  std::mutex done_mutex_;  // wait(timeout) sleeps on done_ until complete()
+  // wait(timeout) sleeps on done_ until the future completes. Under the lock a waiter has either seen
+  // it complete or is waiting for the notice.
+  std::mutex done_mutex_;
   std::condition_variable done_;
 };
 
