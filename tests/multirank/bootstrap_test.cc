@@ -5,6 +5,7 @@
 #include "support/handshake.h"
 #include "support/multirank.h"
 #include "support/proc_self.h"
+#include "support/sanitizers.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -20,18 +21,10 @@
 namespace coll::testing {
 namespace {
 
-// A sanitizer's runtime needs descriptors of its own (UBSan checks an
-// object's type through a pipe): out of them, it reports its own failure.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define COLL_UNDER_SANITIZER 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(COLL_UNDER_SANITIZER)
-constexpr bool kUnderSanitizer = true;
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
+// A sanitizer's runtime needs descriptors of its own (UBSan, built with
+// ASan here, checks an object's type through a pipe): out of them, it
+// reports its own failure.
+constexpr bool kUnderSanitizer = kUnderAddressSanitizer || kUnderThreadSanitizer;
 
 bool allreduce_ok(coll_comm_t comm, int nranks) {
   std::vector<int32_t> v(33, 1);

@@ -8,6 +8,7 @@
 #include "bootstrap/store_server.h"
 #include "bootstrap/unique_id.h"
 #include "support/proc_self.h"
+#include "support/sanitizers.h"
 
 #include <gtest/gtest.h>
 
@@ -340,16 +341,7 @@ bool read_within(int fd, void* into, size_t n) {
 
 // ThreadSanitizer ends a child of a threaded process that starts a thread,
 // as a child store does (this process runs the stores of earlier tests).
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define COLL_UNDER_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(COLL_UNDER_TSAN)
-constexpr bool kChildStoresRun = false;
-#else
-constexpr bool kChildStoresRun = true;
-#endif
+constexpr bool kChildStoresRun = !coll::testing::kUnderThreadSanitizer;
 
 // A store in a child process, whose descriptors a test may limit: the
 // child starts it, reports its address, and on the word measures its own
