@@ -12,28 +12,39 @@
 # the cores as the model places them (collrun --bind-to core; the emulated
 # nodes' ranks are not bound).
 #
-#   scripts/sim-check.sh [-t TUNING] [-n "2 4 8"] [-a "ring tree ..."] [-o OUT] [-e RATE] [-r]
+#   scripts/sim-check.sh [-t TUNING] [-n "2 4 8"] [-a "ring tree ..."] [-o OUT] [-e RATE] [-r] [-b]
+#   scripts/sim-check.sh -p CHECK.csv -t TUNING [-o OUT] [-b]
 #     -t TUNING   the tuning file (default: calibrate first, into OUT/tuning.txt)
 #     -e RATE     also 2 emulated nodes of 2 ranks at RATE (examples/clusters/
 #                 emulated_2x2.json; a tuning file from calibrate.sh -e RATE)
 #     -r          measure everything again after the first sweep (columns
 #                 again_us, again_error): how often the machine agrees with
 #                 itself within 20%, what a prediction can be held to
+#     -p CHECK    measure nothing: predict CHECK.csv's points again with
+#                 TUNING (another calibration, or a model changed since)
+#     -b          also fit the model to the points themselves (the faster of
+#                 each shm point's measurements; OUT/best/): what the model
+#                 can reach on this machine, whatever the calibration
 set -euo pipefail
 here=$PWD
 cd "$(dirname "$0")/.."
 
-tuning="" ranks="2 4 8" out=sim-check emulated="" again=0
+tuning="" ranks="2 4 8" out=sim-check emulated="" again=0 check="" best=0
 algos="ring tree halving_doubling recursive_doubling direct"
-while getopts "t:n:a:o:e:rh" opt; do
+while getopts "t:n:a:o:e:p:rbh" opt; do
   case $opt in
     t) tuning=$OPTARG ;; n) ranks=$OPTARG ;; a) algos=$OPTARG ;; o) out=$OPTARG ;; e) emulated=$OPTARG ;;
-    r) again=1 ;; h) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;; *) exit 2 ;;
+    p) check=$OPTARG ;; r) again=1 ;; b) best=1 ;; h) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;; *) exit 2 ;;
   esac
 done
 # Paths as the caller gave them, from where it called.
 [ -n "$out" ] && [ "${out#/}" = "$out" ] && out=$here/$out
 [ -n "$tuning" ] && [ "${tuning#/}" = "$tuning" ] && tuning=$here/$tuning
+[ -n "$check" ] && [ "${check#/}" = "$check" ] && check=$here/$check
+if [ -n "$check" ] && { [ -z "$tuning" ] || [ ! -r "$check" ]; }; then
+  echo "sim-check: -p $check needs a readable check.csv and a tuning file (-t) to predict it with" >&2
+  exit 2
+fi
 build=${CALIBRATE_BUILD_DIR:-build}
 if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
   scripts/install-deps.sh >&2
@@ -41,6 +52,14 @@ if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
   cmake --build "$build" -j "$(nproc)" --target coll_perf collrun collsim > /dev/null
 fi
 mkdir -p "$out"
+# -p: the points and their measurements from CHECK, read before anything in OUT (CHECK may be there).
+if [ -n "$check" ]; then
+  cluster_of='function cluster(w) {return w == "shm" ? "examples/clusters/cpu_node.json" : "examples/clusters/emulated_2x2.json"}'
+  awk -F, "$cluster_of"' NR > 1 {print $1 "," $2 "," $3 "," cluster($1) "," $4 "," $6}' "$check" > "$out/measured.csv.new"
+  awk -F, "$cluster_of"' NR > 1 && NF >= 9 {print $1 "," $2 "," $3 "," cluster($1) "," $4 "," $8}' "$check" > "$out/again.csv.new"
+  mv "$out/measured.csv.new" "$out/measured.csv" && mv "$out/again.csv.new" "$out/again.csv"
+  [ -s "$out/again.csv" ] && again=1
+fi
 rm -f "$out/check.csv"  # no earlier run's table left looking current if this one fails
 if [ -z "$tuning" ]; then
   tuning=$out/tuning.txt
@@ -76,10 +95,10 @@ sweep() {
   fi
 }
 
-sweep > "$out/measured.csv"
+[ -n "$check" ] || sweep > "$out/measured.csv"
 header="where,ranks,algorithm,bytes,predicted_us,measured_us,error"
 if [ "$again" = 1 ]; then
-  sweep > "$out/again.csv"
+  [ -n "$check" ] || sweep > "$out/again.csv"
   # The same points in the same order, or the columns would pair unlike runs.
   cut -d, -f1-5 "$out/measured.csv" | cmp -s - <(cut -d, -f1-5 "$out/again.csv") ||
     { echo "sim-check: the second sweep measured other points than the first" >&2; exit 1; }
@@ -119,3 +138,25 @@ else
   echo "sim-check: $out/check.csv (not plotted: collsim --plot-check failed, above)" >&2
   exit 1
 fi
+
+# -b: the model fitted to this sweep's own shm points (the faster of each point's measurements), and
+# those points predicted with it. The cores are the calibration's; tcp's lines stay the tuning file's.
+[ "$best" = 1 ] || exit 0
+mkdir -p "$out/best"
+awk -F, 'NR > 1 && $1 == "shm" {m = $6; if (NF >= 9 && $8 < m) m = $8; print "allreduce", $3, $2, $4, m}' \
+  "$out/check.csv" > "$out/best/points.runs"
+grep -E '^shm\.cores = ' "$tuning" > "$out/best/cores.txt" || echo "shm.cores = $(nproc)" > "$out/best/cores.txt"
+{
+  echo "# the model fitted to the points of $out/check.csv (scripts/sim-check.sh -b)"
+  "$build/tools/collsim" --cluster examples/clusters/cpu_node.json --tuning "$out/best/cores.txt" \
+    --fit "$out/best/points.runs"
+  cat "$out/best/cores.txt"
+  grep -E '^shm\.chunk_bytes = |^tcp\.' "$tuning" || true
+} > "$out/best/tuning.txt"
+CALIBRATE_NO_BUILD=1 scripts/sim-check.sh -p "$out/check.csv" -t "$out/best/tuning.txt" -o "$out/best" > "$out/best/out" 2>&1 ||
+  { cat "$out/best/out" >&2; exit 1; }
+sed -n 's/^within 20%: /the model fitted to these points: within 20%: /p
+  s/^the second sweep within 20% of the first: .*; the prediction within 20% of both: /the model fitted to these points: within 20% of both sweeps: /p' \
+  "$out/best/out"
+echo "sim-check: the model fitted to these points: $out/best/tuning.txt, its table $out/best/check.csv" >&2
+

@@ -75,6 +75,34 @@ grep -qE "collsim against coll_perf: [0-6] of 6 within 20%" "$tmp/check/check.sv
   [ "$(grep -c '<title>shm, 2 ranks, ring, ' "$tmp/check/check.svg")" -eq 6 ] ||
   fail "sim-check's plot: $(head -c 600 "$tmp/check/check.svg")"
 
+echo "== sim-check -p: the same points predicted again with another file, nothing measured"
+CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build \
+  scripts/sim-check.sh -p "$tmp/check/check.csv" -t "$tmp/no_latency.txt" -o "$tmp/again" > "$tmp/out" 2> "$tmp/err" ||
+  fail "sim-check -p: $(cat "$tmp/err")"
+# The measurements are the check's, to the digit; the predictions are the file's, each faster without
+# alpha and the turn.
+diff <(cut -d, -f1-4,6,8 "$tmp/check/check.csv") <(cut -d, -f1-4,6,8 "$tmp/again/check.csv") > /dev/null ||
+  fail "sim-check -p measured anew or lost a column: $(cat "$tmp/again/check.csv")"
+paste -d, "$tmp/check/check.csv" "$tmp/again/check.csv" | awk -F, 'NR > 1 && !($14 < $5) {bad = 1} END {exit bad}' ||
+  fail "sim-check -p did not predict with the file it was given: $(cat "$tmp/again/check.csv")"
+if CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build scripts/sim-check.sh -p "$tmp/check/check.csv" -o "$tmp/again" \
+  > /dev/null 2> "$tmp/err"; then
+  fail "sim-check -p without a tuning file was accepted"
+fi
+grep -q "needs a readable check.csv and a tuning file" "$tmp/err" || fail "sim-check -p without -t: $(cat "$tmp/err")"
+
+echo "== sim-check -b: the model fitted to the points themselves"
+CALIBRATE_NO_BUILD=1 CALIBRATE_BUILD_DIR=$build \
+  scripts/sim-check.sh -p "$tmp/check/check.csv" -t "$tmp/tuning.txt" -o "$tmp/best" -b > "$tmp/out" 2> "$tmp/err" ||
+  fail "sim-check -b: $(cat "$tmp/err")"
+# Fitted to the six points it predicts (the faster of each point's two), on the calibration's one core.
+[ "$(wc -l < "$tmp/best/best/points.runs")" -eq 6 ] && grep -q "^shm.cores = 1$" "$tmp/best/best/tuning.txt" &&
+  grep -Eq "^shm.alpha_us = [0-9.e+-]+$" "$tmp/best/best/tuning.txt" && grep -q "^tcp.alpha_us = " "$tmp/best/best/tuning.txt" ||
+  fail "sim-check -b's tuning file: $(cat "$tmp/best/best/tuning.txt")"
+grep -qE "^the model fitted to these points: within 20%: [0-6] of 6$" "$tmp/out" &&
+  grep -qE "^the model fitted to these points: within 20% of both sweeps: [0-6]$" "$tmp/out" ||
+  fail "sim-check -b's summary: $(tail -4 "$tmp/out")"
+
 echo "== errors name the file and line"
 printf 'allgather ring 2 65536\n' > "$tmp/bad.runs"
 if err=$("$build/tools/collsim" --cluster examples/clusters/cpu_node.json --fit "$tmp/bad.runs" 2>&1); then
