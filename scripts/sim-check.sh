@@ -41,23 +41,31 @@ done
 [ -n "$out" ] && [ "${out#/}" = "$out" ] && out=$here/$out
 [ -n "$tuning" ] && [ "${tuning#/}" = "$tuning" ] && tuning=$here/$tuning
 [ -n "$check" ] && [ "${check#/}" = "$check" ] && check=$here/$check
-if [ -n "$check" ] && { [ -z "$tuning" ] || [ ! -r "$check" ]; }; then
-  echo "sim-check: -p $check needs a readable check.csv and a tuning file (-t) to predict it with" >&2
+if [ -n "$check" ] && { [ -z "$tuning" ] || [ ! -r "$tuning" ] || [ ! -r "$check" ]; }; then
+  echo "sim-check: -p $check needs a readable check.csv and a readable tuning file (-t) to predict it with" >&2
+  exit 2
+fi
+# The table is rewritten in OUT: one that is also the input would be lost if a prediction failed.
+if [ -n "$check" ] && [ "$check" -ef "$out/check.csv" ]; then
+  echo "sim-check: -p $check would be overwritten: give another folder with -o" >&2
   exit 2
 fi
 build=${CALIBRATE_BUILD_DIR:-build}
 if [ "${CALIBRATE_NO_BUILD:-0}" != 1 ]; then
   scripts/install-deps.sh >&2
   cmake --preset release > /dev/null
-  cmake --build "$build" -j "$(nproc)" --target coll_perf collrun collsim > /dev/null
+  targets="coll_perf collrun collsim"
+  [ -n "$check" ] && targets=collsim  # -p measures nothing
+  cmake --build "$build" -j "$(nproc)" --target $targets > /dev/null
 fi
 mkdir -p "$out"
-# -p: the points and their measurements from CHECK, read before anything in OUT (CHECK may be there).
+# -p: the points and their measurements from CHECK.
 if [ -n "$check" ]; then
   cluster_of='function cluster(w) {return w == "shm" ? "examples/clusters/cpu_node.json" : "examples/clusters/emulated_2x2.json"}'
   awk -F, "$cluster_of"' NR > 1 {print $1 "," $2 "," $3 "," cluster($1) "," $4 "," $6}' "$check" > "$out/measured.csv.new"
   awk -F, "$cluster_of"' NR > 1 && NF >= 9 {print $1 "," $2 "," $3 "," cluster($1) "," $4 "," $8}' "$check" > "$out/again.csv.new"
-  mv "$out/measured.csv.new" "$out/measured.csv" && mv "$out/again.csv.new" "$out/again.csv"
+  mv "$out/measured.csv.new" "$out/measured.csv"
+  mv "$out/again.csv.new" "$out/again.csv"
   [ -s "$out/again.csv" ] && again=1
 fi
 rm -f "$out/check.csv"  # no earlier run's table left looking current if this one fails
@@ -145,6 +153,10 @@ fi
 mkdir -p "$out/best"
 awk -F, 'NR > 1 && $1 == "shm" {m = $6; if (NF >= 9 && $8 < m) m = $8; print "allreduce", $3, $2, $4, m}' \
   "$out/check.csv" > "$out/best/points.runs"
+if [ ! -s "$out/best/points.runs" ]; then
+  echo "sim-check: -b fits the model of CPU ranks to the points over shm, and there are none" >&2
+  exit 1
+fi
 grep -E '^shm\.cores = ' "$tuning" > "$out/best/cores.txt" || echo "shm.cores = $(nproc)" > "$out/best/cores.txt"
 {
   echo "# the model fitted to the points of $out/check.csv (scripts/sim-check.sh -b)"
