@@ -40,7 +40,8 @@ awk -v v="$v" 'BEGIN { exit !(v > 0 && v < 200) }' || fail "tcp.alpha_us = '$v',
 # The link is far slower than the CPU's reduction, which hides behind it: no gamma (a fitted one is noise).
 v=$(sed -n "s/^# gamma from the allreduce, 0 where the link is slower than the CPU's reduction (\(.*\) ns\/B)$/\1/p" \
   "$tmp/tuning.txt")
-awk -v v="$v" 'BEGIN { exit !(v > 0 && v < 8) }' || fail "the CPU's reduction read as '$v' ns/B; expected above 0"
+awk -v v="$v" 'BEGIN { exit !(v > 0 && v < 8) }' ||
+  fail "the CPU's reduction read as '$v' ns/B; expected above 0 and below the link's 8"
 grep -qx "tcp.gamma_ns_per_byte = 0" "$tmp/tuning.txt" ||
   fail "expected tcp.gamma_ns_per_byte = 0 at 1 Gbit/s: $(grep -E '^(tcp|shm)\.(beta|gamma|reduce)' "$tmp/tuning.txt" | tr '\n' ' ')"
 
