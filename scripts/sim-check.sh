@@ -61,11 +61,10 @@ fi
 mkdir -p "$out"
 # -p: the points and their measurements from CHECK.
 if [ -n "$check" ]; then
-  cluster_of='function cluster(w) {return w == "shm" ? "examples/clusters/cpu_node.json" : "examples/clusters/emulated_2x2.json"}'
-  awk -F, "$cluster_of"' NR > 1 {print $1 "," $2 "," $3 "," cluster($1) "," $4 "," $6}' "$check" > "$out/measured.csv.new"
-  awk -F, "$cluster_of"' NR > 1 && NF >= 9 {print $1 "," $2 "," $3 "," cluster($1) "," $4 "," $8}' "$check" > "$out/again.csv.new"
-  mv "$out/measured.csv.new" "$out/measured.csv"
-  mv "$out/again.csv.new" "$out/again.csv"
+  awk -F, -v first="$out/measured.csv" -v second="$out/again.csv" 'BEGIN {printf "" > second}
+    NR > 1 {point = $1 "," $2 "," $3 "," ($1 == "shm" ? "examples/clusters/cpu_node.json" : "examples/clusters/emulated_2x2.json") "," $4
+      print point "," $6 > first
+      if (NF >= 9) print point "," $8 > second}' "$check"
   [ -s "$out/again.csv" ] && again=1
 fi
 rm -f "$out/check.csv"  # no earlier run's table left looking current if this one fails
